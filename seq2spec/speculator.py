@@ -1,0 +1,306 @@
+"""``Seq2SeqSpeculator``: loading, checks, batching by length, and the public calls."""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Iterable
+from typing import Any
+
+import torch
+from transformers import AutoModelForSeq2SeqLM, AutoTokenizer, PreTrainedModel, PreTrainedTokenizerBase
+
+from seq2spec.drafts import DraftModelProposer, NoDraft, Proposer
+from seq2spec.families import Family, family_of
+from seq2spec.generation_setup import plan_greedy_generation
+from seq2spec.loop import speculative_greedy
+from seq2spec.options import Acceptance, SpeculationOptions, SpeculationStats
+from seq2spec.runner import DecoderRunner
+
+ModelLike = PreTrainedModel | str
+
+
+def _load_model(model: ModelLike, role: str, **load_kwargs: Any) -> PreTrainedModel:
+    if isinstance(model, str):
+        loaded = AutoModelForSeq2SeqLM.from_pretrained(model, **load_kwargs)
+        return loaded.eval()
+    if not isinstance(model, torch.nn.Module):
+        raise TypeError(f"{role} must be a transformers model or a name/path for from_pretrained, got {model!r}")
+    return model
+
+
+def _special_ids(model: PreTrainedModel) -> dict[str, Any]:
+    generation = model.generation_config
+    config = model.config
+    return {
+        "pad_token_id": generation.pad_token_id if generation.pad_token_id is not None else config.pad_token_id,
+        "eos_token_id": generation.eos_token_id if generation.eos_token_id is not None else config.eos_token_id,
+        "decoder_start_token_id": (
+            generation.decoder_start_token_id
+            if generation.decoder_start_token_id is not None
+            else config.decoder_start_token_id
+        ),
+    }
+
+
+def check_compatible(big: PreTrainedModel, small: PreTrainedModel) -> None:
+    """A draft must speak the big model's vocabulary with the same special tokens."""
+    big_vocab = big.get_output_embeddings().weight.shape[0]
+    small_vocab = small.get_output_embeddings().weight.shape[0]
+    if big_vocab != small_vocab:
+        raise ValueError(
+            f"big and draft models have different vocabularies ({big_vocab} vs {small_vocab} output tokens); "
+            "the draft must share the big model's tokenizer"
+        )
+    big_ids, small_ids = _special_ids(big), _special_ids(small)
+    differing = {name: (big_ids[name], small_ids[name]) for name in big_ids if big_ids[name] != small_ids[name]}
+    if differing:
+        detail = ", ".join(f"{name}: big {b!r} vs draft {s!r}" for name, (b, s) in differing.items())
+        raise ValueError(f"big and draft models use different special-token ids ({detail})")
+
+
+def encoders_match(big: PreTrainedModel, small: PreTrainedModel) -> bool:
+    """True when the draft's encoder is the big model's, as a module or weight for weight."""
+    big_encoder, small_encoder = big.get_encoder(), small.get_encoder()
+    if big_encoder is small_encoder:
+        return True
+    if type(big_encoder) is not type(small_encoder):
+        return False
+    big_state, small_state = big_encoder.state_dict(), small_encoder.state_dict()
+    if big_state.keys() != small_state.keys():
+        return False
+    return all(
+        big_state[name].shape == small_state[name].shape
+        and torch.equal(big_state[name], small_state[name].to(big_state[name].device, big_state[name].dtype))
+        for name in big_state
+    )
+
+
+def _check_max_new_tokens(max_new_tokens: int | None) -> None:
+    if max_new_tokens is None:
+        return
+    if not isinstance(max_new_tokens, int) or isinstance(max_new_tokens, bool):
+        raise TypeError(f"max_new_tokens must be an int, got {type(max_new_tokens).__name__}")
+    if max_new_tokens <= 0:
+        raise ValueError(f"max_new_tokens must be positive, got {max_new_tokens}")
+
+
+class Seq2SeqSpeculator:
+    """Batched speculative greedy decoding for encoder-decoder models; output identical to ``big.generate``.
+
+    ``big`` and ``small`` are transformers encoder-decoder models, or names/paths for ``from_pretrained``.
+    With ``small=None`` the loop runs without a draft (plain greedy decoding through seq2spec's loop).
+    """
+
+    def __init__(
+        self,
+        big: ModelLike,
+        small: ModelLike | None = None,
+        tokenizer: PreTrainedTokenizerBase | str | None = None,
+        *,
+        num_draft_tokens: int = 5,
+        adaptive: bool = True,
+        min_draft_tokens: int = 1,
+        max_draft_tokens: int = 16,
+        acceptance: Acceptance = "per-row",
+    ) -> None:
+        self.options = SpeculationOptions(
+            num_draft_tokens=num_draft_tokens,
+            adaptive=adaptive,
+            min_draft_tokens=min_draft_tokens,
+            max_draft_tokens=max_draft_tokens,
+            acceptance=acceptance,
+        )
+        self.big = _load_model(big, "big")
+        self.big_family: Family = family_of(self.big, "big")
+        self.small: PreTrainedModel | None = None
+        self.small_family: Family | None = None
+        self.shares_encoder = False
+        if small is not None:
+            self.small = (
+                _load_model(small, "small").to(self.big.device, self.big.dtype)
+                if isinstance(small, str)
+                else _load_model(small, "small")
+            )
+            self.small_family = family_of(self.small, "small")
+            check_compatible(self.big, self.small)
+            self.shares_encoder = encoders_match(self.big, self.small)
+        for role, model in (("big", self.big), ("small", self.small)):
+            if model is not None and model.training:
+                warnings.warn(
+                    f"the {role} model is in training mode (dropout active); call .eval() first", stacklevel=2
+                )
+        self._tokenizer = tokenizer if not isinstance(tokenizer, str) else AutoTokenizer.from_pretrained(tokenizer)
+        self._tokenizer_source = big if isinstance(big, str) else None
+        self.last_stats = SpeculationStats()
+
+    # ------------------------------------------------------------------ public calls
+
+    @property
+    def tokenizer(self) -> PreTrainedTokenizerBase:
+        if self._tokenizer is None:
+            source = self._tokenizer_source or getattr(self.big, "name_or_path", None)
+            if not source:
+                raise ValueError("no tokenizer: pass tokenizer= to Seq2SeqSpeculator (the big model has no name)")
+            try:
+                self._tokenizer = AutoTokenizer.from_pretrained(source)
+            except Exception as error:  # noqa: BLE001 - re-raised with the fix named
+                raise ValueError(
+                    f"could not load a tokenizer for the big model from {source!r}; pass tokenizer="
+                ) from error
+        return self._tokenizer
+
+    @torch.inference_mode()
+    def generate(
+        self,
+        input_ids: torch.Tensor,
+        attention_mask: torch.Tensor | None = None,
+        max_new_tokens: int | None = None,
+        **generation_kwargs: Any,
+    ) -> torch.Tensor:
+        """Same tensor as ``big.generate(input_ids, attention_mask=..., max_new_tokens=..., do_sample=False)``."""
+        input_ids, attention_mask = self._check_batch(input_ids, attention_mask)
+        _check_max_new_tokens(max_new_tokens)
+        plan = plan_greedy_generation(self.big, input_ids, max_new_tokens, generation_kwargs)
+        stats = SpeculationStats()
+        output = self._generate_batch(input_ids, attention_mask, plan, stats)
+        self.last_stats = stats
+        return output
+
+    def correct(
+        self,
+        texts: Iterable[str],
+        batch_size: int = 32,
+        max_new_tokens: int | None = None,
+        prefix: str | None = None,
+        *,
+        truncate: bool = False,
+        **generation_kwargs: Any,
+    ) -> list[str]:
+        """Decode each text with the big model's greedy output, in the caller's order.
+
+        Inputs are sorted by token length into batches of ``batch_size``. A text longer than the model accepts
+        raises ``ValueError`` unless ``truncate=True``, which keeps its first tokens (the limit, end token included).
+        """
+        texts = self._check_texts(texts)
+        if not isinstance(batch_size, int) or isinstance(batch_size, bool) or batch_size < 1:
+            raise ValueError(f"batch_size must be a positive integer, got {batch_size!r}")
+        if prefix is not None and not isinstance(prefix, str):
+            raise TypeError(f"prefix must be a string, got {type(prefix).__name__}")
+        _check_max_new_tokens(max_new_tokens)
+        self.last_stats = SpeculationStats()
+        if not texts:
+            return []
+        tokenizer = self.tokenizer
+        sources = [prefix + text if prefix else text for text in texts]
+        encoded = self._encode_within_limit(tokenizer, sources, truncate)
+        order = sorted(range(len(texts)), key=lambda index: len(encoded[index]))
+        results: list[str] = [""] * len(texts)
+        for start in range(0, len(order), batch_size):
+            chunk = order[start : start + batch_size]
+            batch = tokenizer.pad({"input_ids": [encoded[i] for i in chunk]}, return_tensors="pt")
+            outputs = self.generate(
+                batch["input_ids"], batch["attention_mask"], max_new_tokens=max_new_tokens, **generation_kwargs
+            )
+            self._accumulate_stats()
+            for index, text in zip(chunk, tokenizer.batch_decode(outputs, skip_special_tokens=True), strict=True):
+                results[index] = text
+        self.last_stats = self._total_stats
+        del self._total_stats
+        return results
+
+    # ------------------------------------------------------------------ internals
+
+    def _accumulate_stats(self) -> None:
+        if not hasattr(self, "_total_stats"):
+            self._total_stats = SpeculationStats()
+        self._total_stats.merge(self.last_stats)
+
+    def _generate_batch(self, input_ids, attention_mask, plan, stats: SpeculationStats) -> torch.Tensor:
+        big_encoder_output = self.big.get_encoder()(
+            input_ids=input_ids, attention_mask=attention_mask, return_dict=True
+        ).last_hidden_state
+        stats.big_encoder_calls += 1
+        big_runner = DecoderRunner(self.big, self.big_family, big_encoder_output, attention_mask)
+        proposer: Proposer = NoDraft()
+        draft_budget = 0
+        if self.small is not None:
+            draft_device, draft_dtype = self.small.device, self.small.dtype
+            if self.shares_encoder:
+                draft_encoder_output = big_encoder_output.to(draft_device, draft_dtype)
+            else:
+                draft_encoder_output = self.small.get_encoder()(
+                    input_ids=input_ids.to(draft_device),
+                    attention_mask=None if attention_mask is None else attention_mask.to(draft_device),
+                    return_dict=True,
+                ).last_hidden_state
+                stats.draft_encoder_calls += 1
+            draft_mask = None if attention_mask is None else attention_mask.to(draft_device)
+            draft_runner = DecoderRunner(self.small, self.small_family, draft_encoder_output, draft_mask)
+            proposer = DraftModelProposer(draft_runner, plan.eos_token_ids)
+            draft_budget = self.options.max_draft_tokens
+        limits = [f.max_target_length for f in (self.big_family, self.small_family) if f and f.max_target_length]
+        return speculative_greedy(
+            big_runner, proposer, plan, self.options, stats, draft_budget, min(limits) if limits else None
+        )
+
+    def _check_batch(
+        self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None
+    ) -> tuple[torch.Tensor, torch.Tensor | None]:
+        if not isinstance(input_ids, torch.Tensor):
+            raise TypeError(f"input_ids must be a torch.Tensor of token ids, got {type(input_ids).__name__}")
+        if input_ids.dim() != 2 or input_ids.shape[0] == 0 or input_ids.shape[1] == 0:
+            raise ValueError(
+                f"input_ids must be a non-empty [batch, length] tensor, got shape {tuple(input_ids.shape)}"
+            )
+        if input_ids.dtype.is_floating_point or input_ids.dtype == torch.bool:
+            raise TypeError(f"input_ids must hold integer token ids, got dtype {input_ids.dtype}")
+        if attention_mask is not None:
+            if not isinstance(attention_mask, torch.Tensor) or attention_mask.shape != input_ids.shape:
+                shape = tuple(attention_mask.shape) if isinstance(attention_mask, torch.Tensor) else attention_mask
+                raise ValueError(
+                    f"attention_mask must be a tensor shaped like input_ids {tuple(input_ids.shape)}, got {shape}"
+                )
+            attention_mask = attention_mask.to(self.big.device)
+        limit = self.big_family.max_source_length
+        if limit is not None and input_ids.shape[1] > limit:
+            raise ValueError(
+                f"input_ids has {input_ids.shape[1]} tokens per row, more than the model's {limit} source positions"
+            )
+        return input_ids.to(self.big.device), attention_mask
+
+    @staticmethod
+    def _check_texts(texts: Iterable[str]) -> list[str]:
+        if isinstance(texts, (str, bytes)):
+            raise TypeError("texts must be a list of strings, not a single string: wrap it in a list")
+        try:
+            texts = list(texts)
+        except TypeError:
+            raise TypeError(f"texts must be an iterable of strings, got {type(texts).__name__}") from None
+        for index, text in enumerate(texts):
+            if not isinstance(text, str):
+                raise TypeError(f"texts[{index}] is {type(text).__name__}, expected str")
+        return texts
+
+    def _source_limit(self) -> int | None:
+        limits = [self.big_family.max_source_length]
+        model_max = getattr(self.tokenizer, "model_max_length", None)
+        if isinstance(model_max, int) and model_max < 1_000_000:
+            limits.append(model_max)
+        limits = [limit for limit in limits if limit]
+        return min(limits) if limits else None
+
+    def _encode_within_limit(
+        self, tokenizer: PreTrainedTokenizerBase, sources: list[str], truncate: bool
+    ) -> list[list[int]]:
+        encoded = [tokenizer(source)["input_ids"] for source in sources]
+        limit = self._source_limit()
+        too_long = [index for index, ids in enumerate(encoded) if limit is not None and len(ids) > limit]
+        if too_long and not truncate:
+            first = too_long[0]
+            raise ValueError(
+                f"{len(too_long)} text(s) exceed the model's {limit}-token input limit (texts[{first}] has "
+                f"{len(encoded[first])} tokens); shorten them or pass truncate=True to keep the first {limit} tokens"
+            )
+        for index in too_long:  # the tokenizer's own truncation keeps its end-of-source token
+            encoded[index] = tokenizer(sources[index], truncation=True, max_length=limit)["input_ids"]
+        return encoded

@@ -1,0 +1,143 @@
+"""Small, randomly initialised encoder-decoders whose greedy outputs are varied, for tests and benchmarks.
+
+A freshly initialised T5 tends to repeat one token (often padding) forever, which would make any equality test
+vacuous. These builders widen the weight initialisation so that outputs depend on the input, silence the padding
+logit, and strengthen the end-of-sequence logit so rows stop at different steps. ``varied_enough`` is the check
+the tests repeat on their own reference outputs.
+"""
+
+from __future__ import annotations
+
+import copy
+
+import torch
+from transformers import (
+    BartConfig,
+    BartForConditionalGeneration,
+    MT5Config,
+    MT5ForConditionalGeneration,
+    PreTrainedModel,
+    T5Config,
+    T5ForConditionalGeneration,
+)
+
+FAMILIES = ("t5", "t5-v1_1", "mt5", "bart")
+VOCAB_SIZE = 128
+_DEFAULT_EOS_SCALE = {"bart": 1.4}
+
+
+def _shape_output_head(model: PreTrainedModel, pad_id: int, eos_id: int, eos_scale: float) -> PreTrainedModel:
+    with torch.no_grad():
+        head = model.get_output_embeddings().weight
+        head[pad_id] = 0.0
+        head[eos_id] *= eos_scale
+    return model.eval()
+
+
+def build_toy_model(
+    family: str,
+    *,
+    seed: int = 0,
+    d_model: int = 64,
+    layers: int = 2,
+    decoder_layers: int | None = None,
+    eos_scale: float | None = None,
+    init_scale: float = 5.0,
+    vocab_size: int = VOCAB_SIZE,
+) -> PreTrainedModel:
+    """A random ``family`` model (one of ``FAMILIES``) with varied greedy outputs."""
+    torch.manual_seed(seed)
+    if eos_scale is None:  # chosen so that rows of a random batch end at many different steps
+        eos_scale = _DEFAULT_EOS_SCALE.get(family, 2.0)
+    decoder_layers = layers if decoder_layers is None else decoder_layers
+    heads = max(1, d_model // 16)
+    if family in ("t5", "t5-v1_1", "mt5"):
+        gated = family != "t5"
+        config_class, model_class = (
+            (MT5Config, MT5ForConditionalGeneration) if family == "mt5" else (T5Config, T5ForConditionalGeneration)
+        )
+        config = config_class(
+            vocab_size=vocab_size,
+            d_model=d_model,
+            d_kv=d_model // heads,
+            d_ff=2 * d_model,
+            num_layers=layers,
+            num_decoder_layers=decoder_layers,
+            num_heads=heads,
+            feed_forward_proj="gated-gelu" if gated else "relu",
+            tie_word_embeddings=not gated,
+            dropout_rate=0.0,
+            initializer_factor=float(init_scale),
+            pad_token_id=0,
+            eos_token_id=1,
+            decoder_start_token_id=0,
+        )
+        return _shape_output_head(model_class(config), 0, 1, eos_scale)
+    if family == "bart":
+        config = BartConfig(
+            vocab_size=vocab_size,
+            d_model=d_model,
+            encoder_layers=layers,
+            decoder_layers=decoder_layers,
+            encoder_attention_heads=heads,
+            decoder_attention_heads=heads,
+            encoder_ffn_dim=2 * d_model,
+            decoder_ffn_dim=2 * d_model,
+            max_position_embeddings=256,
+            dropout=0.0,
+            attention_dropout=0.0,
+            activation_dropout=0.0,
+            init_std=0.02 * float(init_scale),
+            tie_word_embeddings=False,
+            pad_token_id=1,
+            bos_token_id=0,
+            eos_token_id=2,
+            decoder_start_token_id=2,
+            forced_eos_token_id=2,
+        )
+        return _shape_output_head(BartForConditionalGeneration(config), 1, 2, eos_scale)
+    raise ValueError(f"unknown toy family {family!r}; expected one of {FAMILIES}")
+
+
+def perturbed_copy(model: PreTrainedModel, *, seed: int = 1, relative_noise: float = 0.05) -> PreTrainedModel:
+    """A copy of ``model`` whose decoder weights carry Gaussian noise: a draft that agrees only part of the time."""
+    generator = torch.Generator().manual_seed(seed)
+    copied = copy.deepcopy(model)
+    with torch.no_grad():
+        for name, parameter in copied.named_parameters():
+            if "decoder" in name or "lm_head" in name:
+                noise = torch.randn(parameter.shape, generator=generator).to(parameter)
+                parameter.add_(noise * relative_noise * parameter.float().std().to(parameter))
+    return copied.eval()
+
+
+def random_sources(
+    rows: int,
+    *,
+    seed: int = 0,
+    min_length: int = 3,
+    max_length: int = 16,
+    vocab_size: int = VOCAB_SIZE,
+    pad_id: int = 0,
+    first_id: int = 3,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Right-padded random token ids of mixed lengths and their attention mask."""
+    generator = torch.Generator().manual_seed(seed)
+    lengths = torch.randint(min_length, max_length + 1, (rows,), generator=generator)
+    lengths[0] = max_length  # the longest row sets the width
+    ids = torch.randint(first_id, vocab_size, (rows, max_length), generator=generator)
+    mask = (torch.arange(max_length)[None, :] < lengths[:, None]).long()
+    return ids * mask + pad_id * (1 - mask), mask
+
+
+def varied_enough(sequences: torch.Tensor, pad_id: int, *, min_lengths: int = 3, min_distinct: int = 3) -> bool:
+    """Do greedy outputs differ in length and content (not one token repeated, not all padding)?"""
+    body = sequences[:, 1:]
+    lengths = (body != pad_id).sum(dim=1)
+    distinct_rows = {tuple(row.tolist()) for row in body}
+    distinct_tokens = body[body != pad_id].unique().numel()
+    return (
+        lengths.unique().numel() >= min(min_lengths, sequences.shape[0])
+        and len(distinct_rows) >= min(min_distinct, sequences.shape[0])
+        and distinct_tokens >= 8
+    )

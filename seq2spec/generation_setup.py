@@ -80,6 +80,11 @@ def plan_greedy_generation(
     for name in _UNSUPPORTED:
         if getattr(config, name, None) is not None:
             raise ValueError(f"{name} is not supported by Seq2SeqSpeculator.generate")
+    # These processors keep the whole batch's source ids, which no longer line up once finished rows leave.
+    if config.encoder_repetition_penalty not in (None, 1.0):
+        raise ValueError("encoder_repetition_penalty is not supported by Seq2SeqSpeculator.generate")
+    if config.encoder_no_repeat_ngram_size not in (None, 0):
+        raise ValueError("encoder_no_repeat_ngram_size is not supported by Seq2SeqSpeculator.generate")
 
     batch_size = encoder_input_ids.shape[0]
     device = encoder_input_ids.device

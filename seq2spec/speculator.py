@@ -89,6 +89,7 @@ class Seq2SeqSpeculator:
 
     ``big`` and ``small`` are transformers encoder-decoder models, or names/paths for ``from_pretrained``.
     With ``small=None`` the loop runs without a draft (plain greedy decoding through seq2spec's loop).
+    ``device`` and ``dtype`` apply to models loaded by name; a draft loaded by name follows the big model.
     """
 
     def __init__(
@@ -102,6 +103,8 @@ class Seq2SeqSpeculator:
         min_draft_tokens: int = 1,
         max_draft_tokens: int = 16,
         acceptance: Acceptance = "per-row",
+        device: str | torch.device | None = None,
+        dtype: torch.dtype | None = None,
     ) -> None:
         self.options = SpeculationOptions(
             num_draft_tokens=num_draft_tokens,
@@ -111,6 +114,8 @@ class Seq2SeqSpeculator:
             acceptance=acceptance,
         )
         self.big = _load_model(big, "big")
+        if isinstance(big, str) and (device is not None or dtype is not None):
+            self.big = self.big.to(device=device, dtype=dtype)
         self.big_family: Family = family_of(self.big, "big")
         self.small: PreTrainedModel | None = None
         self.small_family: Family | None = None
@@ -187,7 +192,7 @@ class Seq2SeqSpeculator:
         if prefix is not None and not isinstance(prefix, str):
             raise TypeError(f"prefix must be a string, got {type(prefix).__name__}")
         _check_max_new_tokens(max_new_tokens)
-        self.last_stats = SpeculationStats()
+        self.last_stats = total = SpeculationStats()
         if not texts:
             return []
         tokenizer = self.tokenizer
@@ -201,19 +206,13 @@ class Seq2SeqSpeculator:
             outputs = self.generate(
                 batch["input_ids"], batch["attention_mask"], max_new_tokens=max_new_tokens, **generation_kwargs
             )
-            self._accumulate_stats()
+            total.merge(self.last_stats)
             for index, text in zip(chunk, tokenizer.batch_decode(outputs, skip_special_tokens=True), strict=True):
                 results[index] = text
-        self.last_stats = self._total_stats
-        del self._total_stats
+        self.last_stats = total
         return results
 
     # ------------------------------------------------------------------ internals
-
-    def _accumulate_stats(self) -> None:
-        if not hasattr(self, "_total_stats"):
-            self._total_stats = SpeculationStats()
-        self._total_stats.merge(self.last_stats)
 
     def _generate_batch(self, input_ids, attention_mask, plan, stats: SpeculationStats) -> torch.Tensor:
         big_encoder_output = self.big.get_encoder()(

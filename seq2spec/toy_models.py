@@ -14,6 +14,8 @@ import torch
 from transformers import (
     BartConfig,
     BartForConditionalGeneration,
+    MBartConfig,
+    MBartForConditionalGeneration,
     MT5Config,
     MT5ForConditionalGeneration,
     PreTrainedModel,
@@ -21,9 +23,10 @@ from transformers import (
     T5ForConditionalGeneration,
 )
 
-FAMILIES = ("t5", "t5-v1_1", "mt5", "bart")
+FAMILIES = ("t5", "t5-v1_1", "mt5", "bart")  # the families the full test grid covers
+EXTRA_FAMILIES = ("mbart",)
 VOCAB_SIZE = 128
-_DEFAULT_EOS_SCALE = {"bart": 1.4}
+_DEFAULT_EOS_SCALE = {"bart": 1.4, "mbart": 1.4}
 
 
 def _shape_output_head(model: PreTrainedModel, pad_id: int, eos_id: int, eos_scale: float) -> PreTrainedModel:
@@ -73,8 +76,13 @@ def build_toy_model(
             decoder_start_token_id=0,
         )
         return _shape_output_head(model_class(config), 0, 1, eos_scale)
-    if family == "bart":
-        config = BartConfig(
+    if family in ("bart", "mbart"):
+        config_class, model_class = (
+            (MBartConfig, MBartForConditionalGeneration)
+            if family == "mbart"
+            else (BartConfig, BartForConditionalGeneration)
+        )
+        config = config_class(
             vocab_size=vocab_size,
             d_model=d_model,
             encoder_layers=layers,
@@ -95,8 +103,8 @@ def build_toy_model(
             decoder_start_token_id=2,
             forced_eos_token_id=2,
         )
-        return _shape_output_head(BartForConditionalGeneration(config), 1, 2, eos_scale)
-    raise ValueError(f"unknown toy family {family!r}; expected one of {FAMILIES}")
+        return _shape_output_head(model_class(config), 1, 2, eos_scale)
+    raise ValueError(f"unknown toy family {family!r}; expected one of {FAMILIES + EXTRA_FAMILIES}")
 
 
 def perturbed_copy(model: PreTrainedModel, *, seed: int = 1, relative_noise: float = 0.05) -> PreTrainedModel:
@@ -141,3 +149,52 @@ def varied_enough(sequences: torch.Tensor, pad_id: int, *, min_lengths: int = 3,
         and len(distinct_rows) >= min(min_distinct, sequences.shape[0])
         and distinct_tokens >= 8
     )
+
+
+def damp_decoder_layers(model: PreTrainedModel, first: int, factor: float) -> PreTrainedModel:
+    """Scale the residual updates of decoder layers ``first..`` by ``factor``.
+
+    The result is still a nondegenerate random model, but its first ``first`` decoder layers carry most of its
+    decisions, so a draft made of those layers agrees with it often, as a distilled draft would.
+    """
+    decoder = model.get_decoder()
+    layers = decoder.block if hasattr(decoder, "block") else decoder.layers
+    with torch.no_grad():
+        for layer in list(layers)[first:]:
+            for name, parameter in layer.named_parameters():
+                # output projections of attention and feed-forward blocks write into the residual stream
+                if name.endswith(("o.weight", "wo.weight", "out_proj.weight", "fc2.weight")):
+                    parameter.mul_(factor)
+    return model
+
+
+def truncated_draft(model: PreTrainedModel, layers: int) -> PreTrainedModel:
+    """A draft that shares ``model``'s encoder module and keeps its first ``layers`` decoder layers."""
+    config = copy.deepcopy(model.config)
+    if hasattr(config, "num_decoder_layers"):
+        config.num_decoder_layers = layers
+    else:
+        config.decoder_layers = layers
+    draft = type(model)(config).eval()
+    missing = draft.load_state_dict(model.state_dict(), strict=False)
+    if missing.missing_keys:
+        raise RuntimeError(f"weights missing from the truncated draft: {missing.missing_keys}")
+    draft.encoder = model.get_encoder()  # the same module: the speculator runs it once for both
+    if hasattr(draft, "model"):
+        draft.model.encoder = model.get_encoder()
+    return draft
+
+
+def build_toy_pair(size: str = "small", *, seed: int = 0) -> tuple[PreTrainedModel, PreTrainedModel]:
+    """A benchmark pair: a random T5 v1.1-style big model and a shallow draft sharing its encoder."""
+    shapes = {
+        "small": {"d_model": 256, "layers": 6, "decoder_layers": 6, "draft_layers": 1, "vocab_size": 2048},
+        "large": {"d_model": 512, "layers": 8, "decoder_layers": 8, "draft_layers": 1, "vocab_size": 8192},
+    }
+    if size not in shapes:
+        raise ValueError(f"size must be one of {sorted(shapes)}, got {size!r}")
+    shape = dict(shapes[size])
+    draft_layers = shape.pop("draft_layers")
+    big = build_toy_model("t5-v1_1", seed=seed, init_scale=3.0, eos_scale=2.0, **shape)
+    damp_decoder_layers(big, draft_layers, 0.03)
+    return big, truncated_draft(big, draft_layers)

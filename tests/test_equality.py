@@ -138,3 +138,15 @@ def test_no_draft_is_plain_greedy(toy_models):
     speculator = Seq2SeqSpeculator(models["big"])
     assert_same(speculator.generate(input_ids, mask, max_new_tokens=MAX_NEW), expected)
     assert speculator.last_stats.tokens_per_big_forward == 1.0
+
+
+def test_mbart_learned_positions_per_row():
+    from seq2spec.toy_models import build_toy_model, perturbed_copy
+
+    big = build_toy_model("mbart", seed=4)
+    models = {"big": big}
+    input_ids, mask = _batch(models, 7, seed=12)
+    expected = greedy(big, input_ids, mask, max_new_tokens=MAX_NEW)
+    speculator = Seq2SeqSpeculator(big, perturbed_copy(big, seed=9), num_draft_tokens=4)
+    assert_same(speculator.generate(input_ids, mask, max_new_tokens=MAX_NEW), expected)
+    assert 0 < speculator.last_stats.acceptance_rate < 1

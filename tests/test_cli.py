@@ -1,0 +1,61 @@
+"""The ``seq2spec`` command as a user runs it: models loaded by path, lines in, lines out."""
+
+from __future__ import annotations
+
+import pytest
+
+from seq2spec import Seq2SeqSpeculator
+from seq2spec.cli import main, one_line
+
+
+@pytest.fixture(scope="module")
+def saved_pair(toy_byte_models, tmp_path_factory):
+    big, small, tokenizer = toy_byte_models
+    root = tmp_path_factory.mktemp("models")
+    for name, model in (("big", big), ("small", small)):
+        model.save_pretrained(root / name)
+        tokenizer.save_pretrained(root / name)
+    return root / "big", root / "small"
+
+
+def test_correct_command_reads_files_and_writes_lines(saved_pair, tmp_path, toy_byte_models, capsys):
+    big_path, small_path = saved_pair
+    lines = ["Teh cat sat.", "", "a second line of input"]
+    source = tmp_path / "in.txt"
+    source.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    out = tmp_path / "out.txt"
+    code = main(
+        [
+            "correct",
+            str(source),
+            "--model",
+            str(big_path),
+            "--draft",
+            str(small_path),
+            "--max-new-tokens",
+            "12",
+            "--out",
+            str(out),
+        ]
+    )
+    assert code == 0
+    big, small, tokenizer = toy_byte_models
+    expected = Seq2SeqSpeculator(big, small, tokenizer).correct(lines, max_new_tokens=12)
+    assert out.read_text(encoding="utf-8").splitlines() == [one_line(text) for text in expected]
+    assert "tokens per big forward" in capsys.readouterr().err
+
+
+def test_loading_by_path_shares_the_tokenizer(saved_pair):
+    big_path, small_path = saved_pair
+    speculator = Seq2SeqSpeculator(str(big_path), str(small_path))
+    assert speculator.correct(["hello"], max_new_tokens=4) == speculator.correct(["hello"], max_new_tokens=4)
+
+
+def test_correct_without_a_model_explains_itself(capsys):
+    assert main(["correct"]) == 2
+    assert "--model" in capsys.readouterr().err
+
+
+def test_demo_reports_identical_outputs(capsys):
+    assert main(["demo", "--rows", "4", "--max-new-tokens", "16"]) == 0
+    assert "outputs identical: True" in capsys.readouterr().out

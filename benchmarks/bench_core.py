@@ -59,18 +59,20 @@ def _batches(input_ids: torch.Tensor, mask: torch.Tensor, batch_size: int):
 
 
 def _run(method, batches, max_new_tokens):
-    outputs = [method(ids, attention, max_new_tokens) for ids, attention in batches]
-    return outputs
+    return [method(ids, attention, max_new_tokens) for ids, attention in batches]
 
 
-def _timed(method, batches, max_new_tokens, repeats):
-    _run(method, batches, max_new_tokens)  # warm-up
-    times = []
+def _timed_interleaved(methods: dict, batches, max_new_tokens, repeats) -> dict:
+    """Median wall time per method; the methods take turns in every repeat so that drift hits all alike."""
+    for method in methods.values():
+        _run(method, batches, max_new_tokens)  # warm-up
+    times: dict[str, list[float]] = {name: [] for name in methods}
     for _ in range(repeats):
-        start = time.perf_counter()
-        outputs = _run(method, batches, max_new_tokens)
-        times.append(time.perf_counter() - start)
-    return statistics.median(times), outputs
+        for name, method in methods.items():
+            start = time.perf_counter()
+            _run(method, batches, max_new_tokens)
+            times[name].append(time.perf_counter() - start)
+    return {name: statistics.median(values) for name, values in times.items()}
 
 
 def bench_pair(pair: str, args) -> list[Row]:
@@ -84,51 +86,56 @@ def bench_pair(pair: str, args) -> list[Row]:
         def greedy(ids, attention, max_new):
             return big.generate(ids, attention_mask=attention, max_new_tokens=max_new, do_sample=False)
 
-        base_seconds, reference = _timed(greedy, batches, args.max_new_tokens, args.repeats)
-        tokens = sum(int((out[:, 1:] != 0).sum()) for out in reference)
+        speculators = {
+            mode: Seq2SeqSpeculator(big, draft, num_draft_tokens=args.num_draft_tokens, acceptance=mode)
+            for mode in ("per-row", "batch-min")
+        }
+        methods = {"greedy": greedy}
+        for mode, speculator in speculators.items():
+            methods[f"seq2spec {mode}"] = lambda ids, attention, max_new, s=speculator: s.generate(
+                ids, attention, max_new_tokens=max_new
+            )
+        seconds = _timed_interleaved(methods, batches, args.max_new_tokens, args.repeats)
+
+        # One more, untimed pass per method for outputs, decoder-call counts and statistics.
         counter.calls = 0
-        _run(greedy, batches, args.max_new_tokens)
+        reference = _run(greedy, batches, args.max_new_tokens)
+        tokens = sum(int((out[:, 1:] != 0).sum()) for out in reference)
         rows.append(
             Row(
                 pair,
                 batch_size,
                 "greedy",
-                base_seconds,
+                seconds["greedy"],
                 1.0,
                 tokens,
-                tokens / base_seconds,
+                tokens / seconds["greedy"],
                 counter.calls / tokens,
                 1.0,
                 0.0,
                 True,
             )
         )
-        for mode in ("per-row", "batch-min"):
-            speculator = Seq2SeqSpeculator(big, draft, num_draft_tokens=args.num_draft_tokens, acceptance=mode)
-
-            def speculative(ids, attention, max_new, speculator=speculator):
-                out = speculator.generate(ids, attention, max_new_tokens=max_new)
-                speculative.stats.append(speculator.last_stats)
-                return out
-
-            speculative.stats = []
-            seconds, outputs = _timed(speculative, batches, args.max_new_tokens, args.repeats)
-            identical = all(torch.equal(a, b) for a, b in zip(outputs, reference, strict=True))
-            speculative.stats = []
+        for mode, speculator in speculators.items():
+            name = f"seq2spec {mode}"
             counter.calls = 0
-            _run(speculative, batches, args.max_new_tokens)
-            row_forwards = sum(s.big_row_forwards for s in speculative.stats)
-            proposed = sum(s.proposed_draft_tokens for s in speculative.stats)
-            accepted = sum(s.accepted_draft_tokens for s in speculative.stats)
+            outputs, stats = [], []
+            for ids, attention in batches:
+                outputs.append(speculator.generate(ids, attention, max_new_tokens=args.max_new_tokens))
+                stats.append(speculator.last_stats)
+            identical = all(a.shape == b.shape and torch.equal(a, b) for a, b in zip(outputs, reference, strict=True))
+            row_forwards = sum(s.big_row_forwards for s in stats)
+            proposed = sum(s.proposed_draft_tokens for s in stats)
+            accepted = sum(s.accepted_draft_tokens for s in stats)
             rows.append(
                 Row(
                     pair,
                     batch_size,
-                    f"seq2spec {mode}",
-                    seconds,
-                    base_seconds / seconds,
+                    name,
+                    seconds[name],
+                    seconds["greedy"] / seconds[name],
                     tokens,
-                    tokens / seconds,
+                    tokens / seconds[name],
                     counter.calls / tokens,
                     tokens / row_forwards,
                     accepted / proposed if proposed else 0.0,

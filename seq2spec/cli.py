@@ -41,9 +41,6 @@ def _speculator_options(args: argparse.Namespace) -> dict:
 def run_correct(args: argparse.Namespace) -> int:
     from seq2spec import Seq2SeqSpeculator
 
-    if args.model is None:
-        print("seq2spec correct: pass --model NAME_OR_PATH (and --draft for a draft model)", file=sys.stderr)
-        return 2
     speculator = Seq2SeqSpeculator(
         args.model, args.draft, device=args.device, dtype=DTYPES[args.dtype], **_speculator_options(args)
     )
@@ -119,8 +116,10 @@ def build_parser() -> argparse.ArgumentParser:
         "output become spaces).",
     )
     correct.add_argument("inputs", nargs="*", help="text files, one input per line ('-' or none: standard input)")
-    correct.add_argument("--model", help="big model: hub name or local path")
-    correct.add_argument("--draft", help="draft model: hub name or local path (none: plain greedy)")
+    correct.add_argument("--model", help="big model: hub name or local path (default: the shipped speller)")
+    correct.add_argument(
+        "--draft", help="draft model: hub name or local path (default: the shipped draft without --model, else none)"
+    )
     correct.add_argument("--prefix", help="text put before every line, e.g. 'grammar: '")
     correct.add_argument("--batch-size", type=int, default=32)
     correct.add_argument("--max-new-tokens", type=int)

@@ -88,13 +88,14 @@ class Seq2SeqSpeculator:
     """Batched speculative greedy decoding for encoder-decoder models; output identical to ``big.generate``.
 
     ``big`` and ``small`` are transformers encoder-decoder models, or names/paths for ``from_pretrained``.
-    With ``small=None`` the loop runs without a draft (plain greedy decoding through seq2spec's loop).
+    With ``big=None`` the shipped spelling corrector and its distilled draft are used (``small`` may still name
+    another draft). Otherwise ``small=None`` runs the loop without a draft (plain greedy decoding).
     ``device`` and ``dtype`` apply to models loaded by name; a draft loaded by name follows the big model.
     """
 
     def __init__(
         self,
-        big: ModelLike,
+        big: ModelLike | None = None,
         small: ModelLike | None = None,
         tokenizer: PreTrainedTokenizerBase | str | None = None,
         *,
@@ -113,6 +114,12 @@ class Seq2SeqSpeculator:
             max_draft_tokens=max_draft_tokens,
             acceptance=acceptance,
         )
+        if big is None:
+            from seq2spec.default_models import load_speller
+
+            big, default_small, default_tokenizer = load_speller(device=device, dtype=dtype)
+            small = default_small if small is None else small
+            tokenizer = default_tokenizer if tokenizer is None else tokenizer
         self.big = _load_model(big, "big")
         if isinstance(big, str) and (device is not None or dtype is not None):
             self.big = self.big.to(device=device, dtype=dtype)

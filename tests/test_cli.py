@@ -51,11 +51,6 @@ def test_loading_by_path_shares_the_tokenizer(saved_pair):
     assert speculator.correct(["hello"], max_new_tokens=4) == speculator.correct(["hello"], max_new_tokens=4)
 
 
-def test_correct_without_a_model_explains_itself(capsys):
-    assert main(["correct"]) == 2
-    assert "--model" in capsys.readouterr().err
-
-
 def test_demo_reports_identical_outputs(capsys):
     assert main(["demo", "--rows", "4", "--max-new-tokens", "16"]) == 0
     assert "outputs identical: True" in capsys.readouterr().out

@@ -1,0 +1,492 @@
+"""Train seq2spec's spelling-correction pair: a ~15M-parameter T5 v1.1 corrector and a distilled small draft.
+
+Stages (run in order by ``--stage all``; each resumes from its last checkpoint in ``--work-dir``):
+  tokenizer  SentencePiece unigram model (2048 pieces, byte fallback) on the training sentences, clean and corrupted
+  big        the big model, on (corrupted -> clean) pairs made fresh for every step
+  small      the draft, distilled from the big model (cross-entropy on the clean text + KL to the big model's logits)
+  eval       held-out CER, unchanged-clean share, teacher-forced agreement, decoder cost; writes metrics.json
+  export     fp16 safetensors, tokenizer and model card into --export-dir (the package's shipped weights)
+
+Needs, besides seq2spec: ``apt-get install wordnet-base fortunes fortunes-min`` and ``pip install codespell protobuf``.
+Every batch is drawn from a generator seeded by (seed, step), so a resumed run sees the same data as an unbroken one.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import random
+import sys
+import time
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+from tqdm import tqdm
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import speller_data  # noqa: E402
+
+VOCAB_SIZE = 2048
+BIG_SHAPE = {"d_model": 256, "d_kv": 64, "num_heads": 4, "d_ff": 1152, "num_layers": 6, "num_decoder_layers": 6}
+SMALL_SHAPE = {"d_model": 192, "d_kv": 64, "num_heads": 3, "d_ff": 512, "num_layers": 2, "num_decoder_layers": 1}
+
+
+# ----------------------------------------------------------------------------- data
+
+
+def split_corpus() -> tuple[list[str], list[str]]:
+    corpus = speller_data.load_corpus()
+    held_out = [s for s in corpus if speller_data.is_held_out(s)]
+    training = sorted((s for s in corpus if not speller_data.is_held_out(s)), key=lambda s: (len(s), s))
+    return training, held_out
+
+
+def evaluation_sets(held_out: list[str], seed: int, size: int) -> tuple[list[tuple[str, str]], list[str]]:
+    """Disjoint held-out sentences: ``size`` (corrupted, clean) pairs with at least one error, ``size`` clean ones."""
+    rng = random.Random(seed)
+    shuffled = held_out[:]
+    rng.shuffle(shuffled)
+    corruptor = speller_data.Corruptor(speller_data.load_typos(), clean_share=0.0)
+    pairs = []
+    for sentence in shuffled[:size]:
+        corrupted = corruptor(sentence, rng)
+        pairs.append((corrupted, sentence))
+    return pairs, shuffled[size : 2 * size]
+
+
+def make_batch(tokenizer, training: list[str], corruptor, seed: int, step: int, batch_size: int):
+    """A batch of sentences of similar length (``training`` is sorted by length), corrupted afresh."""
+    rng = random.Random(seed * 1_000_003 + step)
+    window = 8 * batch_size
+    start = rng.randrange(0, max(1, len(training) - window))
+    clean = [training[start + rng.randrange(min(window, len(training)))] for _ in range(batch_size)]
+    noisy = [corruptor(sentence, rng) for sentence in clean]
+    source = tokenizer(noisy, padding=True, return_tensors="pt")
+    labels = tokenizer(clean, padding=True, return_tensors="pt")["input_ids"]
+    labels[labels == tokenizer.pad_token_id] = -100
+    return source["input_ids"], source["attention_mask"], labels
+
+
+# ----------------------------------------------------------------------------- models
+
+
+def new_model(shape: dict, seed: int):
+    from transformers import T5Config, T5ForConditionalGeneration
+
+    torch.manual_seed(seed)
+    config = T5Config(
+        vocab_size=VOCAB_SIZE,
+        feed_forward_proj="gated-gelu",
+        tie_word_embeddings=True,
+        dropout_rate=0.0,
+        pad_token_id=0,
+        eos_token_id=1,
+        decoder_start_token_id=0,
+        **shape,
+    )
+    model = T5ForConditionalGeneration(config)
+    model.generation_config.max_new_tokens = 128
+    return model
+
+
+def decoder_macs_per_token(config, source_length: int = 24) -> int:
+    """Multiply-adds of one decoder step (all layers and the LM head), for a source of ``source_length`` tokens."""
+    d, inner, ff = config.d_model, config.num_heads * config.d_kv, config.d_ff
+    gated = 3 if config.is_gated_act else 2
+    self_attention = 4 * d * inner
+    cross_attention = 2 * d * inner + 2 * inner * source_length  # q, o projections + scores/values over the source
+    layer = self_attention + cross_attention + gated * d * ff
+    return config.num_decoder_layers * layer + d * config.vocab_size
+
+
+# ----------------------------------------------------------------------------- checkpoints
+
+
+def save_checkpoint(path: Path, model, optimizer, step: int, elapsed: float = 0.0) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    temporary = path.with_suffix(".tmp")
+    state = {"model": model.state_dict(), "optimizer": optimizer.state_dict(), "step": step, "elapsed": elapsed}
+    torch.save(state, temporary)
+    temporary.replace(path)  # atomic: a killed run never leaves a half-written checkpoint
+
+
+def load_checkpoint(path: Path, model, optimizer) -> tuple[int, float]:
+    """Resume point: (steps done, training seconds spent so far)."""
+    if not path.exists():
+        return 0, 0.0
+    state = torch.load(path, map_location="cpu")
+    model.load_state_dict(state["model"])
+    optimizer.load_state_dict(state["optimizer"])
+    return int(state["step"]), float(state.get("elapsed", 0.0))
+
+
+def learning_rate(step: int, total: int, peak: float, warmup: int) -> float:
+    if step < warmup:
+        return peak * (step + 1) / warmup
+    progress = (step - warmup) / max(1, total - warmup)
+    return peak * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * min(1.0, progress))))
+
+
+# ----------------------------------------------------------------------------- evaluation
+
+
+@torch.inference_mode()
+def correct_texts(model, tokenizer, texts: list[str], batch_size: int = 64) -> list[str]:
+    model.eval()
+    outputs = []
+    order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+    results = [""] * len(texts)
+    for start in range(0, len(order), batch_size):
+        chunk = order[start : start + batch_size]
+        batch = tokenizer([texts[i] for i in chunk], padding=True, return_tensors="pt")
+        generated = model.generate(**batch, max_new_tokens=128, do_sample=False)
+        for index, text in zip(chunk, tokenizer.batch_decode(generated, skip_special_tokens=True), strict=True):
+            results[index] = text
+    outputs.extend(results)
+    return outputs
+
+
+def cer(references: list[str], hypotheses: list[str]) -> float:
+    import jiwer
+
+    return float(jiwer.cer(references, hypotheses))
+
+
+def quick_eval(model, tokenizer, pairs, clean) -> dict:
+    hypotheses = correct_texts(model, tokenizer, [noisy for noisy, _ in pairs])
+    references = [reference for _, reference in pairs]
+    unchanged = correct_texts(model, tokenizer, clean)
+    model.train()
+    return {
+        "cer_input": cer(references, [noisy for noisy, _ in pairs]),
+        "cer_output": cer(references, hypotheses),
+        "clean_unchanged": sum(a == b for a, b in zip(unchanged, clean, strict=True)) / len(clean),
+    }
+
+
+# ----------------------------------------------------------------------------- stages
+
+
+def stage_tokenizer(args) -> None:
+    import sentencepiece as spm
+    from transformers import T5Tokenizer
+
+    target = args.work_dir / "tokenizer"
+    if (target / "tokenizer.json").exists():
+        print(f"tokenizer: {target} exists, skipped")
+        return
+    training, _ = split_corpus()
+    rng = random.Random(args.seed)
+    corruptor = speller_data.Corruptor(speller_data.load_typos())
+    lines = training + [corruptor(sentence, rng) for sentence in training]
+    raw = args.work_dir / "spm"
+    raw.mkdir(parents=True, exist_ok=True)
+    spm.SentencePieceTrainer.train(
+        sentence_iterator=iter(lines),
+        model_prefix=str(raw / "spiece"),
+        vocab_size=VOCAB_SIZE,
+        model_type="unigram",
+        pad_id=0,
+        eos_id=1,
+        unk_id=2,
+        bos_id=-1,
+        byte_fallback=True,
+        character_coverage=1.0,
+        num_threads=2,
+        input_sentence_size=len(lines),
+        shuffle_input_sentence=True,
+        seed_sentencepiece_size=1_000_000,
+        minloglevel=2,
+    )
+    tokenizer = T5Tokenizer.from_pretrained(str(raw), extra_ids=0)
+    tokenizer.model_max_length = 256
+    tokenizer.save_pretrained(target)
+    print(f"tokenizer: {len(tokenizer)} pieces -> {target}")
+
+
+def load_tokenizer(args):
+    from transformers import AutoTokenizer
+
+    return AutoTokenizer.from_pretrained(args.work_dir / "tokenizer")
+
+
+def train_loop(args, name: str, model, steps: int, loss_fn, tokenizer) -> None:
+    training, held_out = split_corpus()
+    pairs, clean = evaluation_sets(held_out, args.seed, args.quick_eval_size)
+    corruptor = speller_data.Corruptor(speller_data.load_typos())
+    optimizer = torch.optim.AdamW(model.parameters(), lr=args.lr, weight_decay=0.01)
+    checkpoint = args.work_dir / f"{name}.ckpt"
+    step, spent = load_checkpoint(checkpoint, model, optimizer)
+    log_path = args.work_dir / f"{name}_log.jsonl"
+    if log_path.exists():  # drop records of steps after the checkpoint (a run killed between saves)
+        kept = [line for line in log_path.read_text(encoding="utf-8").splitlines() if json.loads(line)["step"] <= step]
+        log_path.write_text("".join(line + "\n" for line in kept), encoding="utf-8")
+    if step >= steps:
+        print(f"{name}: already trained for {step} steps")
+        return
+    model.train()
+    started = time.time()
+    progress = tqdm(total=steps, initial=step, desc=f"train {name}", dynamic_ncols=True)
+    while step < steps:
+        for group in optimizer.param_groups:
+            group["lr"] = learning_rate(step, steps, args.lr, args.warmup)
+        input_ids, mask, labels = make_batch(tokenizer, training, corruptor, args.seed, step, args.batch_size)
+        loss = loss_fn(model, input_ids, mask, labels)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        optimizer.step()
+        optimizer.zero_grad(set_to_none=True)
+        step += 1
+        progress.update(1)
+        progress.set_postfix(loss=f"{loss.item():.3f}")
+        elapsed = spent + time.time() - started
+        record = {
+            "step": step,
+            "loss": round(loss.item(), 4),
+            "lr": optimizer.param_groups[0]["lr"],
+            "elapsed_s": round(elapsed, 1),
+        }
+        out_of_time = args.time_budget_minutes and time.time() - started > 60 * args.time_budget_minutes
+        if step % args.eval_every == 0 or step == steps or out_of_time:
+            record.update(quick_eval(model, tokenizer, pairs, clean))
+            progress.write(json.dumps(record))
+        if step % args.save_every == 0 or step == steps or out_of_time:
+            save_checkpoint(checkpoint, model, optimizer, step, elapsed)
+        with open(log_path, "a", encoding="utf-8") as log:
+            log.write(json.dumps(record) + "\n")
+        if out_of_time:
+            progress.write(f"{name}: time budget reached at step {step}; rerun to resume")
+            break
+    progress.close()
+
+
+def stage_big(args) -> None:
+    tokenizer = load_tokenizer(args)
+    model = new_model(BIG_SHAPE, args.seed)
+
+    def loss_fn(model, input_ids, mask, labels):
+        return model(input_ids=input_ids, attention_mask=mask, labels=labels).loss
+
+    train_loop(args, "big", model, args.big_steps, loss_fn, tokenizer)
+
+
+def load_trained(args, name: str, shape: dict):
+    model = new_model(shape, args.seed)
+    state = torch.load(args.work_dir / f"{name}.ckpt", map_location="cpu")
+    model.load_state_dict(state["model"])
+    return model.eval()
+
+
+def stage_small(args) -> None:
+    tokenizer = load_tokenizer(args)
+    teacher = load_trained(args, "big", BIG_SHAPE)
+    student = new_model(SMALL_SHAPE, args.seed + 1)
+
+    def loss_fn(model, input_ids, mask, labels):
+        output = model(input_ids=input_ids, attention_mask=mask, labels=labels)
+        with torch.no_grad():
+            teacher_logits = teacher(input_ids=input_ids, attention_mask=mask, labels=labels).logits
+        keep = labels != -100
+        distill = F.kl_div(
+            F.log_softmax(output.logits[keep], dim=-1),
+            F.log_softmax(teacher_logits[keep], dim=-1),
+            log_target=True,
+            reduction="batchmean",
+        )
+        return 0.5 * output.loss + 0.5 * distill
+
+    train_loop(args, "small", student, args.small_steps, loss_fn, tokenizer)
+
+
+@torch.inference_mode()
+def teacher_forced_agreement(big, small, tokenizer, texts: list[str], batch_size: int = 64) -> float:
+    """Share of positions where the small model's argmax equals the big model's greedy next token."""
+    agree = total = 0
+    for start in range(0, len(texts), batch_size):
+        batch = tokenizer(texts[start : start + batch_size], padding=True, return_tensors="pt")
+        generated = big.generate(**batch, max_new_tokens=128, do_sample=False)
+        decoder_input, targets = generated[:, :-1], generated[:, 1:]
+        valid = torch.ones_like(targets, dtype=torch.bool)
+        ended = torch.cumsum((targets == tokenizer.eos_token_id).long(), dim=1)
+        valid &= (ended - (targets == tokenizer.eos_token_id).long()) == 0  # up to and including the first EOS
+        logits = small(**batch, decoder_input_ids=decoder_input).logits
+        agree += int(((logits.argmax(-1) == targets) & valid).sum())
+        total += int(valid.sum())
+    return agree / total
+
+
+def stage_eval(args) -> dict:
+    tokenizer = load_tokenizer(args)
+    big = load_trained(args, "big", BIG_SHAPE)
+    small = load_trained(args, "small", SMALL_SHAPE)
+    _, held_out = split_corpus()
+    pairs, clean = evaluation_sets(held_out, args.seed + 7, args.eval_size)
+    noisy = [n for n, _ in pairs]
+    references = [r for _, r in pairs]
+    started = time.time()
+    corrected = correct_texts(big, tokenizer, noisy)
+    big_seconds = time.time() - started
+    unchanged = correct_texts(big, tokenizer, clean)
+    small_corrected = correct_texts(small, tokenizer, noisy)
+    params = lambda m: sum(p.numel() for p in m.parameters())  # noqa: E731
+    metrics = {
+        "held_out_sentences": len(held_out),
+        "eval_corrupted": len(pairs),
+        "eval_clean": len(clean),
+        "cer_input": cer(references, noisy),
+        "cer_big": cer(references, corrected),
+        "cer_small": cer(references, small_corrected),
+        "clean_unchanged_big": sum(a == b for a, b in zip(unchanged, clean, strict=True)) / len(clean),
+        "agreement_small_with_big": teacher_forced_agreement(big, small, tokenizer, noisy + clean),
+        "big_parameters": params(big),
+        "small_parameters": params(small),
+        "decoder_cost_ratio": decoder_macs_per_token(small.config) / decoder_macs_per_token(big.config),
+        "big_correct_seconds": big_seconds,
+        "examples": [
+            {"input": n, "output": c, "reference": r} for (n, r), c in list(zip(pairs, corrected, strict=True))[:12]
+        ],
+    }
+    (args.work_dir / "metrics.json").write_text(json.dumps(metrics, indent=2))
+    print(json.dumps({k: v for k, v in metrics.items() if k != "examples"}, indent=2))
+    return metrics
+
+
+MODEL_CARD = """# seq2spec speller: a T5 spelling corrector and its distilled draft
+
+Trained offline on CPU by `recipes/train_speller.py` (seed {seed}). Both models share one SentencePiece
+tokenizer and are stored as float16 safetensors (`big/`, `small/`); `seq2spec.default_models.load_speller()`
+loads them (as float32 on CPU), and `Seq2SeqSpeculator()` / `seq2spec correct` use them when no model is named.
+
+## Data
+- Clean text: {corpus} English sentences, deduplicated: WordNet 3.0 usage examples (Debian `wordnet-base`,
+  WordNet licence) and the `fortunes`/`fortunes-min` databases (Debian). A stable 5% split by sentence hash
+  ({held_out} sentences) is held out and never trained on.
+- Corruption, drawn afresh for every training step: 20% of sentences are left clean (the model learns to copy);
+  the rest get 1-3 misspelled words, 60% of them real misspellings from codespell's dictionary (typo -> fix,
+  reversed; CC BY-SA 3.0 data) where the word has one, otherwise keyboard-neighbour substitution, deletion,
+  insertion, transposition or doubling of a letter.
+
+## Tokenizer
+SentencePiece unigram, {vocab} pieces, byte fallback, trained on the training sentences and one corrupted copy
+of each. Chosen over byte-level ByT5 because decoding cost grows with the number of output tokens: subword
+pieces give about 4 characters per token, so about 4x fewer decoder steps, while byte fallback still
+represents any misspelling.
+
+## Models
+| | parameters | encoder / decoder layers | d_model | d_ff | decoder cost per token |
+|---|---:|---|---:|---:|---:|
+| big | {big_params:.1f}M | {big_layers} | {big_d} | {big_ff} | 1 |
+| small (draft) | {small_params:.1f}M | {small_layers} | {small_d} | {small_ff} | {ratio:.3f} |
+
+T5 v1.1 feed-forward (gated GELU) with a tied, scaled output head as in the original T5.
+Decoder cost is multiply-adds per decoder step (all layers and
+the LM head, 24-token source). The small model was distilled from the big one: half cross-entropy on the clean
+text, half KL divergence to the big model's token distribution.
+
+## Training
+big: {big_steps} steps of batch {batch} ({big_minutes:.0f} min on 2 CPU cores); small: {small_steps} steps
+({small_minutes:.0f} min). AdamW, peak learning rate {lr}, warm-up then cosine decay.
+
+## Held-out figures ({eval_corrupted} corrupted and {eval_clean} clean held-out sentences)
+| | value |
+|---|---:|
+| CER of the uncorrected input | {cer_input:.4f} |
+| CER after the big model's correction | {cer_big:.4f} |
+| CER after the small model's correction | {cer_small:.4f} |
+| clean sentences returned unchanged (big) | {clean_unchanged_big:.1%} |
+| small agrees with big's next token (teacher-forced on big's outputs) | {agreement_small_with_big:.1%} |
+
+## Limits
+A small model trained for about an hour on ~47k short sentences of aphorisms and dictionary examples: it fixes
+common misspellings of common words and copies what it does not know; it is no general grammar corrector, and
+long or technical text is outside its training distribution. It exists so that seq2spec works out of the box
+and so that speed can be measured on a real trained pair.
+"""
+
+
+def stage_export(args) -> None:
+    tokenizer = load_tokenizer(args)
+    metrics = json.loads((args.work_dir / "metrics.json").read_text())
+    models = {}
+    for name, shape in (("big", BIG_SHAPE), ("small", SMALL_SHAPE)):
+        model = load_trained(args, name, shape)
+        models[name] = model
+        target = args.export_dir / name
+        model.half().save_pretrained(target, safe_serialization=True)
+        tokenizer.save_pretrained(target)
+    logs = {}
+    for name in ("big", "small"):
+        records = [json.loads(line) for line in open(args.work_dir / f"{name}_log.jsonl", encoding="utf-8")]
+        logs[name] = records[-1]
+    training, held_out = split_corpus()
+    config = {name: model.config for name, model in models.items()}
+    card = MODEL_CARD.format(
+        seed=args.seed,
+        corpus=len(training) + len(held_out),
+        held_out=len(held_out),
+        vocab=len(tokenizer),
+        big_params=metrics["big_parameters"] / 1e6,
+        small_params=metrics["small_parameters"] / 1e6,
+        big_layers=f"{config['big'].num_layers} / {config['big'].num_decoder_layers}",
+        small_layers=f"{config['small'].num_layers} / {config['small'].num_decoder_layers}",
+        big_d=config["big"].d_model,
+        small_d=config["small"].d_model,
+        big_ff=config["big"].d_ff,
+        small_ff=config["small"].d_ff,
+        ratio=metrics["decoder_cost_ratio"],
+        big_steps=logs["big"]["step"],
+        small_steps=logs["small"]["step"],
+        batch=args.batch_size,
+        lr=args.lr,
+        big_minutes=logs["big"].get("elapsed_s", args.big_minutes * 60) / 60,
+        small_minutes=logs["small"].get("elapsed_s", args.small_minutes * 60) / 60,
+        **{
+            key: metrics[key]
+            for key in (
+                "eval_corrupted",
+                "eval_clean",
+                "cer_input",
+                "cer_big",
+                "cer_small",
+                "clean_unchanged_big",
+                "agreement_small_with_big",
+            )
+        },
+    )
+    (args.export_dir / "MODEL_CARD.md").write_text(card, encoding="utf-8")
+    public = {key: value for key, value in metrics.items() if key != "examples"}
+    (args.export_dir / "metrics.json").write_text(json.dumps(public, indent=2))
+    print(f"exported to {args.export_dir}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--stage", choices=["tokenizer", "big", "small", "eval", "export", "all"], default="all")
+    parser.add_argument("--work-dir", type=Path, default=Path("runs/speller"), help="checkpoints, logs, tokenizer")
+    parser.add_argument("--export-dir", type=Path, default=Path("seq2spec/assets/speller"))
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--big-steps", type=int, default=6000)
+    parser.add_argument("--small-steps", type=int, default=3000)
+    parser.add_argument("--batch-size", type=int, default=32)
+    parser.add_argument("--lr", type=float, default=1e-3, help="peak learning rate (cosine decay to 10%%)")
+    parser.add_argument("--warmup", type=int, default=300)
+    parser.add_argument("--eval-every", type=int, default=500, help="quick held-out CER every N steps")
+    parser.add_argument("--quick-eval-size", type=int, default=64)
+    parser.add_argument("--eval-size", type=int, default=400, help="held-out sentences per final evaluation set")
+    parser.add_argument("--save-every", type=int, default=200)
+    parser.add_argument("--time-budget-minutes", type=float, default=0, help="stop a stage after this (0: none)")
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--big-minutes", type=float, default=0, help="model card: training time if not logged")
+    parser.add_argument("--small-minutes", type=float, default=0, help="model card: training time if not logged")
+    args = parser.parse_args()
+    torch.set_num_threads(args.threads)
+    args.work_dir.mkdir(parents=True, exist_ok=True)
+    stages = ["tokenizer", "big", "small", "eval", "export"] if args.stage == "all" else [args.stage]
+    for stage in stages:
+        globals()[f"stage_{stage}"](args)
+
+
+if __name__ == "__main__":
+    main()

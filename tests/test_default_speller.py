@@ -1,0 +1,93 @@
+"""The spelling-correction pair that ships with seq2spec: loads with no arguments and decodes exactly greedy."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+
+from seq2spec import Seq2SeqSpeculator
+from seq2spec.cli import main
+from seq2spec.default_models import SPELLER_DIR, load_speller
+
+MISSPELLED = [
+    "Thsi sentense has a fwe erors in it.",
+    "The wether is nice today.",
+    "She recieved a leter from her freind.",
+    "Nothing is wrong with this sentence.",
+]
+
+
+SHIPPED = (SPELLER_DIR / "big").is_dir() and (SPELLER_DIR / "small").is_dir()
+needs_weights = pytest.mark.skipif(not SHIPPED, reason="the speller weights are not trained and shipped yet (issue 4)")
+
+
+@pytest.fixture(scope="module")
+def speller():
+    return load_speller()
+
+
+def test_missing_weights_give_a_clear_error(monkeypatch, tmp_path):
+    import seq2spec.default_models as default_models
+
+    monkeypatch.setattr(default_models, "SPELLER_DIR", tmp_path / "nowhere")
+    with pytest.raises(FileNotFoundError, match="shipped speller is missing"):
+        default_models.load_speller()
+    with pytest.raises(FileNotFoundError, match="pass your own models"):
+        Seq2SeqSpeculator()
+
+
+@needs_weights
+def test_shipped_files_and_size():
+    total = sum(path.stat().st_size for path in SPELLER_DIR.rglob("*") if path.is_file())
+    assert total <= 60 * 1024 * 1024
+    for name in ("big", "small"):
+        assert (SPELLER_DIR / name / "model.safetensors").exists()
+    assert (SPELLER_DIR / "MODEL_CARD.md").exists()
+    metrics = json.loads((SPELLER_DIR / "metrics.json").read_text())
+    assert metrics["cer_big"] <= metrics["cer_input"] / 2
+    assert metrics["decoder_cost_ratio"] <= 1 / 8
+
+
+@needs_weights
+def test_default_pair_loads_and_shares_a_tokenizer(speller):
+    big, small, tokenizer = speller
+    assert big.dtype == torch.float32 and small.dtype == torch.float32
+    assert big.config.vocab_size == small.config.vocab_size == len(tokenizer)
+    speculator = Seq2SeqSpeculator()
+    assert speculator.small is not None and speculator.tokenizer is not None
+
+
+@needs_weights
+def test_default_correct_equals_big_greedy(speller):
+    big, _, tokenizer = speller
+    speculator = Seq2SeqSpeculator()
+    corrected = speculator.correct(MISSPELLED, batch_size=2)
+    for text, output in zip(MISSPELLED, corrected, strict=True):
+        ids = tokenizer(text, return_tensors="pt")["input_ids"]
+        expected = big.generate(ids, do_sample=False, max_new_tokens=128)
+        assert output == tokenizer.decode(expected[0], skip_special_tokens=True)
+    assert speculator.last_stats.acceptance_rate > 0.5
+    assert corrected != MISSPELLED  # it does correct something
+
+
+@needs_weights
+def test_generate_on_the_trained_pair_equals_greedy(speller):
+    big, small, tokenizer = speller
+    batch = tokenizer(MISSPELLED * 4, padding=True, return_tensors="pt")
+    expected = big.generate(**batch, do_sample=False, max_new_tokens=64)
+    speculator = Seq2SeqSpeculator(big, small, tokenizer)
+    output = speculator.generate(batch["input_ids"], batch["attention_mask"], max_new_tokens=64)
+    assert output.shape == expected.shape and torch.equal(output, expected)
+
+
+@needs_weights
+def test_correct_command_uses_the_shipped_pair(tmp_path, capsys):
+    source = tmp_path / "typos.txt"
+    source.write_text("\n".join(MISSPELLED) + "\n", encoding="utf-8")
+    assert main(["correct", str(source)]) == 0
+    captured = capsys.readouterr()
+    lines = captured.out.splitlines()
+    assert len(lines) == len(MISSPELLED)
+    assert lines == Seq2SeqSpeculator().correct(MISSPELLED)

@@ -108,3 +108,88 @@ class DraftModelProposer:
         self.runner.select(rows)
         self.pending = self.pending.index_select(0, rows)
         self.candidates = self.candidates.index_select(0, rows)
+
+
+class InputCopyProposer:
+    """Candidates copied from each row's own source tokens (no draft model): for correction tasks the output
+    is mostly the input.
+
+    Alignment: the last 3, 2 or 1 generated tokens are looked up in the row's source; of the matches, the one
+    ending nearest the row's current source position wins, and the tokens that follow it are proposed. With no
+    match, the tokens at the current position are proposed. Each row adapts its own proposal length (doubled
+    after a fully accepted block, halved otherwise); shorter rows are padded with a filler token, which the big
+    model almost always rejects and which can never change the output.
+    """
+
+    forward_calls = 0
+    adapts_per_row = True
+
+    def __init__(
+        self,
+        sources: list[list[int]],
+        filler_token_id: int,
+        initial_length: int,
+        min_length: int = 1,
+        max_length: int = 32,
+        device: torch.device | str = "cpu",
+    ) -> None:
+        self.sources = [list(source) for source in sources]
+        self.outputs: list[list[int]] = [[] for _ in sources]
+        self.positions = [0] * len(sources)
+        self.lengths = [initial_length] * len(sources)
+        self.filler = filler_token_id
+        self.min_length, self.max_length = min_length, max_length
+        self.device = device
+        self.starts = [0] * len(sources)
+        self.candidates: list[list[int]] = [[] for _ in sources]
+
+    def start(self, first_tokens: torch.Tensor) -> None:
+        self.device = first_tokens.device
+
+    def propose(self, max_tokens: int, process: ScoreProcessor) -> torch.Tensor:
+        for row, source in enumerate(self.sources):
+            start = self._align(source, self.outputs[row], self.positions[row])
+            self.starts[row] = start
+            self.candidates[row] = source[start : start + min(self.lengths[row], max_tokens)]
+        width = max((len(c) for c in self.candidates), default=0)
+        padded = [c + [self.filler] * (width - len(c)) for c in self.candidates]
+        return torch.tensor(padded, dtype=torch.long, device=self.device).reshape(len(padded), width)
+
+    @property
+    def proposed_counts(self) -> list[int]:
+        return [len(c) for c in self.candidates]
+
+    def accept(self, accepted: torch.Tensor, bonus: torch.Tensor) -> None:
+        for row, (count, token) in enumerate(zip(accepted.tolist(), bonus.tolist(), strict=True)):
+            proposed = self.candidates[row]
+            kept = min(count, len(proposed))
+            self.outputs[row].extend(proposed[:kept])
+            self.outputs[row].append(token)
+            self.positions[row] = self.starts[row] + kept
+            if proposed and kept == len(proposed):
+                self.lengths[row] = min(self.max_length, 2 * self.lengths[row])
+            else:
+                self.lengths[row] = max(self.min_length, self.lengths[row] // 2)
+
+    def select(self, rows: torch.Tensor) -> None:
+        keep = rows.tolist()
+        for name in ("sources", "outputs", "positions", "lengths", "starts", "candidates"):
+            values = getattr(self, name)
+            setattr(self, name, [values[i] for i in keep])
+
+    @staticmethod
+    def _align(source: list[int], output: list[int], position: int) -> int:
+        """Where in ``source`` the continuation of ``output`` most plausibly starts."""
+        for n in (3, 2, 1):
+            if len(output) < n:
+                continue
+            tail = output[-n:]
+            best, best_distance = None, None
+            for end in range(n, len(source) + 1):
+                if source[end - n : end] == tail:
+                    distance = abs(end - position)
+                    if best_distance is None or distance < best_distance:
+                        best, best_distance = end, distance
+            if best is not None:
+                return best
+        return min(position, len(source))

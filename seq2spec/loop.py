@@ -82,7 +82,10 @@ def speculative_greedy(
 
     while live.numel():
         remaining = 1 + plan.max_new_tokens - buffer.lengths[live]
-        wanted = min(draft_length.next(remaining), draft_budget)
+        if getattr(proposer, "adapts_per_row", False):  # the proposer sizes each row itself, within the budget
+            wanted = min(draft_budget, max(1, int(remaining.max()) - 1))
+        else:
+            wanted = min(draft_length.next(remaining), draft_budget)
         if position_limit is not None:  # learned positions: feed no token past the last embedding
             wanted = max(0, min(wanted, position_limit - int(buffer.lengths[live].max())))
 
@@ -115,8 +118,12 @@ def speculative_greedy(
         stats.big_row_forwards += live.numel()
         stats.generated_tokens += int(counts.sum())
         if proposed:
-            stats.proposed_draft_tokens += live.numel() * proposed
-            stats.accepted_draft_tokens += int(torch.minimum(accepted, counts).sum())
+            per_row = getattr(proposer, "proposed_counts", None)
+            stats.proposed_draft_tokens += sum(per_row) if per_row is not None else live.numel() * proposed
+            kept = torch.minimum(accepted, counts)
+            if per_row is not None:  # a filler token the big model happened to agree with is no accepted proposal
+                kept = torch.minimum(kept, torch.tensor(per_row, device=device))
+            stats.accepted_draft_tokens += int(kept.sum())
             stats.record_accepted_lengths(accepted.tolist())
 
         finished = ended | (counts >= remaining)

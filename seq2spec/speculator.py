@@ -9,7 +9,7 @@ from typing import Any
 import torch
 from transformers import AutoModelForSeq2SeqLM, AutoTokenizer, PreTrainedModel, PreTrainedTokenizerBase
 
-from seq2spec.drafts import DraftModelProposer, NoDraft, Proposer
+from seq2spec.drafts import DraftModelProposer, InputCopyProposer, NoDraft, Proposer
 from seq2spec.families import Family, family_of
 from seq2spec.generation_setup import plan_greedy_generation
 from seq2spec.loop import speculative_greedy
@@ -17,6 +17,7 @@ from seq2spec.options import Acceptance, SpeculationOptions, SpeculationStats
 from seq2spec.runner import DecoderRunner
 
 ModelLike = PreTrainedModel | str
+INPUT_COPY = "input-copy"
 
 
 def _load_model(model: ModelLike, role: str, **load_kwargs: Any) -> PreTrainedModel:
@@ -58,6 +59,21 @@ def check_compatible(big: PreTrainedModel, small: PreTrainedModel) -> None:
         raise ValueError(f"big and draft models use different special-token ids ({detail})")
 
 
+def check_shared_vocabulary(model: PreTrainedModel) -> None:
+    """Input-copy drafting proposes source token ids as output ids: both sides must use one vocabulary."""
+    encoder_embedding = model.get_encoder().get_input_embeddings()
+    decoder_embedding = model.get_decoder().get_input_embeddings()
+    same = encoder_embedding is decoder_embedding or (
+        encoder_embedding.weight.shape == decoder_embedding.weight.shape
+        and torch.equal(encoder_embedding.weight, decoder_embedding.weight)
+    )
+    if not same:
+        raise ValueError(
+            "draft='input-copy' needs source and target to share one tokenizer/vocabulary, but this model's "
+            "encoder and decoder use different embeddings"
+        )
+
+
 def encoders_match(big: PreTrainedModel, small: PreTrainedModel) -> bool:
     """True when the draft's encoder is the big model's, as a module or weight for weight."""
     big_encoder, small_encoder = big.get_encoder(), small.get_encoder()
@@ -91,6 +107,8 @@ class Seq2SeqSpeculator:
     With ``big=None`` the shipped spelling corrector and its distilled draft are used (``small`` may still name
     another draft). Otherwise ``small=None`` runs the loop without a draft (plain greedy decoding).
     ``device`` and ``dtype`` apply to models loaded by name; a draft loaded by name follows the big model.
+    ``draft`` is another name for ``small``; ``draft="input-copy"`` proposes each row's own source tokens (no
+    draft model: for correction tasks, where the output mostly repeats the input).
     """
 
     def __init__(
@@ -99,6 +117,7 @@ class Seq2SeqSpeculator:
         small: ModelLike | None = None,
         tokenizer: PreTrainedTokenizerBase | str | None = None,
         *,
+        draft: ModelLike | None = None,
         num_draft_tokens: int = 5,
         adaptive: bool = True,
         min_draft_tokens: int = 1,
@@ -114,16 +133,25 @@ class Seq2SeqSpeculator:
             max_draft_tokens=max_draft_tokens,
             acceptance=acceptance,
         )
+        if draft is not None:
+            if small is not None:
+                raise TypeError("pass the draft as small= or as draft=, not both")
+            small = draft
+        self.input_copy = small == INPUT_COPY
+        if self.input_copy:
+            small = None
         if big is None:
             from seq2spec.default_models import load_speller
 
             big, default_small, default_tokenizer = load_speller(device=device, dtype=dtype)
-            small = default_small if small is None else small
+            small = default_small if small is None and not self.input_copy else small
             tokenizer = default_tokenizer if tokenizer is None else tokenizer
         self.big = _load_model(big, "big")
         if isinstance(big, str) and (device is not None or dtype is not None):
             self.big = self.big.to(device=device, dtype=dtype)
         self.big_family: Family = family_of(self.big, "big")
+        if self.input_copy:
+            check_shared_vocabulary(self.big)
         self.small: PreTrainedModel | None = None
         self.small_family: Family | None = None
         self.shares_encoder = False
@@ -229,7 +257,25 @@ class Seq2SeqSpeculator:
         big_runner = DecoderRunner(self.big, self.big_family, big_encoder_output, attention_mask)
         proposer: Proposer = NoDraft()
         draft_budget = 0
-        if self.small is not None:
+        if self.input_copy:
+            rows = (
+                input_ids.tolist()
+                if attention_mask is None
+                else [
+                    [token for token, keep in zip(ids, mask, strict=True) if keep]
+                    for ids, mask in zip(input_ids.tolist(), attention_mask.tolist(), strict=True)
+                ]
+            )
+            proposer = InputCopyProposer(
+                rows,
+                plan.pad_token_id,
+                self.options.num_draft_tokens,
+                self.options.min_draft_tokens,
+                self.options.max_draft_tokens,
+                device=input_ids.device,
+            )
+            draft_budget = self.options.max_draft_tokens
+        elif self.small is not None:
             draft_device, draft_dtype = self.small.device, self.small.dtype
             if self.shares_encoder:
                 draft_encoder_output = big_encoder_output.to(draft_device, draft_dtype)

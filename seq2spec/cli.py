@@ -25,6 +25,17 @@ def _read_lines(paths: list[str]) -> Iterator[str]:
             yield from (line.rstrip("\n") for line in handle)
 
 
+def _chunks(lines: Iterator[str], size: int) -> Iterator[list[str]]:
+    chunk: list[str] = []
+    for line in lines:
+        chunk.append(line)
+        if len(chunk) == size:
+            yield chunk
+            chunk = []
+    if chunk:
+        yield chunk
+
+
 def one_line(text: str) -> str:
     """Output keeps one line per input line: line breaks inside a correction become spaces."""
     return " ".join(text.splitlines()) if text else text
@@ -39,29 +50,34 @@ def _speculator_options(args: argparse.Namespace) -> dict:
 
 
 def run_correct(args: argparse.Namespace) -> int:
-    from seq2spec import Seq2SeqSpeculator
+    from seq2spec import Seq2SeqSpeculator, SpeculationStats
 
     speculator = Seq2SeqSpeculator(
         args.model, args.draft, device=args.device, dtype=DTYPES[args.dtype], **_speculator_options(args)
     )
-    lines = list(_read_lines(args.inputs))
-    corrected = speculator.correct(
-        lines,
-        batch_size=args.batch_size,
-        max_new_tokens=args.max_new_tokens,
-        prefix=args.prefix,
-        truncate=args.truncate,
-    )
+    # Chunks are corrected and written in input order, flushed as they finish: a failure keeps what was written.
     output = open(args.out, "w", encoding="utf-8") if args.out else sys.stdout
+    total = SpeculationStats()
+    lines_done = 0
     try:
-        for line in corrected:
-            output.write(one_line(line) + "\n")
+        for chunk in _chunks(_read_lines(args.inputs), args.chunk_size):
+            corrected = speculator.correct(
+                chunk,
+                batch_size=args.batch_size,
+                max_new_tokens=args.max_new_tokens,
+                prefix=args.prefix,
+                truncate=args.truncate,
+            )
+            output.write("".join(one_line(line) + "\n" for line in corrected))
+            output.flush()
+            total.merge(speculator.last_stats)
+            lines_done += len(chunk)
     finally:
         if args.out:
             output.close()
-    stats = speculator.last_stats
+    stats = total
     print(
-        f"{len(lines)} lines, {stats.generated_tokens} tokens, acceptance {stats.acceptance_rate:.2f}, "
+        f"{lines_done} lines, {stats.generated_tokens} tokens, acceptance {stats.acceptance_rate:.2f}, "
         f"{stats.tokens_per_big_forward:.2f} tokens per big forward",
         file=sys.stderr,
     )
@@ -122,6 +138,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     correct.add_argument("--prefix", help="text put before every line, e.g. 'grammar: '")
     correct.add_argument("--batch-size", type=int, default=32)
+    correct.add_argument(
+        "--chunk-size", type=int, default=1024, help="lines sorted, corrected and written together (default 1024)"
+    )
     correct.add_argument("--max-new-tokens", type=int)
     correct.add_argument("--truncate", action="store_true", help="cut inputs longer than the model accepts")
     correct.add_argument("--device", default="cpu")

@@ -20,6 +20,12 @@ ScoreProcessor = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
 
 class Proposer(Protocol):
     forward_calls: int
+    # True: the proposer sizes each row's proposal itself and the loop only caps the width
+    adapts_per_row: bool
+
+    @property
+    def proposed_counts(self) -> list[int] | None:
+        """Real (non-filler) candidates per row in the last proposal; None when every row got the full width."""
 
     def start(self, first_tokens: torch.Tensor) -> None: ...
 
@@ -34,6 +40,8 @@ class NoDraft:
     """Proposes nothing: the loop degenerates to plain greedy decoding, one big forward per token."""
 
     forward_calls = 0
+    adapts_per_row = False
+    proposed_counts = None
 
     def start(self, first_tokens: torch.Tensor) -> None:
         self._rows = first_tokens.shape[0]
@@ -56,6 +64,9 @@ class DraftModelProposer:
     accepted token and the big model's bonus token together, which keeps every row's input the same width no
     matter how many candidates it had accepted (the one recomputed entry costs next to nothing).
     """
+
+    adapts_per_row = False
+    proposed_counts = None
 
     def __init__(self, runner: DecoderRunner, eos_token_ids: tuple[int, ...]) -> None:
         self.runner = runner

@@ -82,7 +82,7 @@ def speculative_greedy(
 
     while live.numel():
         remaining = 1 + plan.max_new_tokens - buffer.lengths[live]
-        if getattr(proposer, "adapts_per_row", False):  # the proposer sizes each row itself, within the budget
+        if proposer.adapts_per_row:  # the proposer sizes each row itself, within the budget
             wanted = min(draft_budget, max(1, int(remaining.max()) - 1))
         else:
             wanted = min(draft_length.next(remaining), draft_budget)
@@ -118,7 +118,7 @@ def speculative_greedy(
         stats.big_row_forwards += live.numel()
         stats.generated_tokens += int(counts.sum())
         if proposed:
-            per_row = getattr(proposer, "proposed_counts", None)
+            per_row = proposer.proposed_counts
             stats.proposed_draft_tokens += sum(per_row) if per_row is not None else live.numel() * proposed
             kept = torch.minimum(accepted, counts)
             if per_row is not None:  # a filler token the big model happened to agree with is no accepted proposal

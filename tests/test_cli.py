@@ -54,3 +54,52 @@ def test_loading_by_path_shares_the_tokenizer(saved_pair):
 def test_demo_reports_identical_outputs(capsys):
     assert main(["demo", "--rows", "4", "--max-new-tokens", "16"]) == 0
     assert "outputs identical: True" in capsys.readouterr().out
+
+
+def test_chunks_match_one_pass_and_work_done_survives_a_failure(saved_pair, tmp_path, toy_byte_models):
+    from transformers import ByT5Tokenizer
+
+    big_path, _ = saved_pair
+    limited = tmp_path / "limited"
+    toy_byte_models[0].save_pretrained(limited)
+    ByT5Tokenizer(model_max_length=32).save_pretrained(limited)
+    lines = ["first line", "second line", "a third line that is far longer than thirty-two bytes", "fourth"]
+    source = tmp_path / "in.txt"
+    source.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    whole, chunked = tmp_path / "whole.txt", tmp_path / "chunked.txt"
+    assert main(["correct", str(source), "--model", str(big_path), "--max-new-tokens", "8", "--out", str(whole)]) == 0
+    assert (
+        main(
+            [
+                "correct",
+                str(source),
+                "--model",
+                str(big_path),
+                "--max-new-tokens",
+                "8",
+                "--chunk-size",
+                "2",
+                "--out",
+                str(chunked),
+            ]
+        )
+        == 0
+    )
+    assert chunked.read_text(encoding="utf-8") == whole.read_text(encoding="utf-8")
+    kept = tmp_path / "kept.txt"
+    with pytest.raises(ValueError, match="input limit"):
+        main(
+            [
+                "correct",
+                str(source),
+                "--model",
+                str(limited),
+                "--max-new-tokens",
+                "8",
+                "--chunk-size",
+                "2",
+                "--out",
+                str(kept),
+            ]
+        )
+    assert kept.read_text(encoding="utf-8").splitlines() == whole.read_text(encoding="utf-8").splitlines()[:2]

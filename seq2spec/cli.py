@@ -52,9 +52,13 @@ def _speculator_options(args: argparse.Namespace) -> dict:
 def run_correct(args: argparse.Namespace) -> int:
     from seq2spec import Seq2SeqSpeculator, SpeculationStats
 
-    speculator = Seq2SeqSpeculator(
-        args.model, args.draft, device=args.device, dtype=DTYPES[args.dtype], **_speculator_options(args)
-    )
+    try:
+        speculator = Seq2SeqSpeculator(
+            args.model, args.draft, device=args.device, dtype=DTYPES[args.dtype], **_speculator_options(args)
+        )
+    except FileNotFoundError as error:  # no --model and no shipped weights
+        print(f"seq2spec correct: {error}", file=sys.stderr)
+        return 2
     # Chunks are corrected and written in input order, flushed as they finish: a failure keeps what was written.
     output = open(args.out, "w", encoding="utf-8") if args.out else sys.stdout
     total = SpeculationStats()

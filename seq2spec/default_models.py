@@ -21,7 +21,8 @@ def load_speller(
     missing = [str(SPELLER_DIR / name) for name in ("big", "small") if not (SPELLER_DIR / name).is_dir()]
     if missing:
         raise FileNotFoundError(
-            f"the shipped speller is missing ({', '.join(missing)}); reinstall seq2spec or pass your own models"
+            f"the shipped speller is missing ({', '.join(missing)}): this install has no speller weights; "
+            "pass your own models (Seq2SeqSpeculator(big, small) or seq2spec correct --model ...)"
         )
     dtype = dtype or torch.float32
     big = AutoModelForSeq2SeqLM.from_pretrained(SPELLER_DIR / "big", dtype=dtype).eval()

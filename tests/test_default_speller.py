@@ -36,6 +36,7 @@ def test_missing_weights_give_a_clear_error(monkeypatch, tmp_path):
         default_models.load_speller()
     with pytest.raises(FileNotFoundError, match="pass your own models"):
         Seq2SeqSpeculator()
+    assert main(["correct", str(tmp_path / "absent.txt")]) == 2
 
 
 @needs_weights

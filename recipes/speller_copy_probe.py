@@ -15,11 +15,12 @@ import time
 from pathlib import Path
 
 import torch
-from transformers import T5Config, T5ForConditionalGeneration
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import speller_data  # noqa: E402
 import train_speller  # noqa: E402
+
+PROBE_SHAPE = {"d_model": 128, "d_kv": 32, "num_heads": 4, "d_ff": 512, "num_layers": 3, "num_decoder_layers": 3}
 
 
 def main() -> None:
@@ -35,24 +36,7 @@ def main() -> None:
     tokenizer = train_speller.load_tokenizer(args)
     training, _ = train_speller.split_corpus()
     corruptor = speller_data.Corruptor(speller_data.load_typos(), clean_share=1.0 if args.task == "copy" else 0.2)
-    torch.manual_seed(args.seed)
-    model = T5ForConditionalGeneration(
-        T5Config(
-            vocab_size=len(tokenizer),
-            d_model=128,
-            d_kv=32,
-            num_heads=4,
-            d_ff=512,
-            num_layers=3,
-            num_decoder_layers=3,
-            feed_forward_proj="gated-gelu",
-            tie_word_embeddings=True,
-            dropout_rate=0.0,
-            pad_token_id=0,
-            eos_token_id=1,
-            decoder_start_token_id=0,
-        )
-    )
+    model = train_speller.new_model(PROBE_SHAPE, args.seed)
     optimizer = torch.optim.AdamW(model.parameters(), lr=args.lr)
     started, losses = time.time(), []
     for step in range(args.steps):

@@ -37,10 +37,6 @@ class GreedyPlan:
     logits_processor: LogitsProcessorList
     generation_config: GenerationConfig
 
-    @property
-    def has_processors(self) -> bool:
-        return len(self.logits_processor) > 0
-
 
 def plan_greedy_generation(
     model: PreTrainedModel,

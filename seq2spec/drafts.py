@@ -3,6 +3,8 @@
 Protocol, per round: ``propose(k, process)`` returns ``[rows, k']`` candidates (``k' <= k``) for the tokens that
 follow each row's last accepted token; ``accept(accepted, bonus)`` says that row ``r`` kept its first
 ``accepted[r]`` candidates followed by the big model's own token ``bonus[r]``; ``select(rows)`` drops finished rows.
+``draft_probs`` is the distribution each candidate was sampled from (``[rows, k', vocab]``), or None when the
+candidates were chosen deterministically.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ class Proposer(Protocol):
     forward_calls: int
     # True: the proposer sizes each row's proposal itself and the loop only caps the width
     adapts_per_row: bool
+    draft_probs: torch.Tensor | None
 
     @property
     def proposed_counts(self) -> list[int] | None:
@@ -42,6 +45,7 @@ class NoDraft:
     forward_calls = 0
     adapts_per_row = False
     proposed_counts = None
+    draft_probs = None
 
     def start(self, first_tokens: torch.Tensor) -> None:
         self._rows = first_tokens.shape[0]
@@ -58,7 +62,8 @@ class NoDraft:
 
 
 class DraftModelProposer:
-    """Greedy proposals from a smaller encoder-decoder (or any model sharing the big model's vocabulary).
+    """Proposals from a smaller encoder-decoder (or any model sharing the big model's vocabulary): its argmax, or
+    samples from its processed distribution when ``generator`` is given (speculative sampling).
 
     The draft's cache always lags two tokens behind the accepted text: each round starts by feeding the last
     accepted token and the big model's bonus token together, which keeps every row's input the same width no
@@ -68,11 +73,21 @@ class DraftModelProposer:
     adapts_per_row = False
     proposed_counts = None
 
-    def __init__(self, runner: DecoderRunner, eos_token_ids: tuple[int, ...]) -> None:
+    def __init__(
+        self,
+        runner: DecoderRunner,
+        eos_token_ids: tuple[int, ...],
+        *,
+        sample: bool = False,
+        generator: torch.Generator | None = None,
+    ) -> None:
         self.runner = runner
         self.eos = torch.tensor(eos_token_ids, dtype=torch.long, device=runner.device)
         self.pending = torch.empty(0)
         self.candidates = torch.empty(0)
+        self.sample = sample
+        self.generator = generator
+        self.draft_probs: torch.Tensor | None = None
 
     @property
     def forward_calls(self) -> int:
@@ -84,13 +99,20 @@ class DraftModelProposer:
     def propose(self, max_tokens: int, process: ScoreProcessor) -> torch.Tensor:
         rows = self.pending.shape[0]
         self.candidates = candidates = torch.empty((rows, 0), dtype=torch.long, device=self.runner.device)
+        self.draft_probs = None
         if max_tokens <= 0:
             return candidates
         ended = torch.zeros(rows, dtype=torch.bool, device=self.runner.device)
         step_input = self.pending
+        distributions = []
         for _ in range(max_tokens):
             scores = process(candidates, self.runner.forward(step_input)[:, -1])
-            token = scores.argmax(dim=-1)
+            if self.sample:
+                probs = torch.softmax(scores.float(), dim=-1)
+                token = torch.multinomial(probs, 1, generator=self.generator).squeeze(1)
+                distributions.append(probs)
+            else:
+                token = scores.argmax(dim=-1)
             candidates = torch.cat([candidates, token[:, None]], dim=1)
             if self.eos.numel():
                 ended |= torch.isin(token, self.eos)
@@ -98,6 +120,7 @@ class DraftModelProposer:
                     break
             step_input = token[:, None]
         self.candidates = candidates
+        self.draft_probs = torch.stack(distributions, dim=1) if distributions else None
         return candidates
 
     def accept(self, accepted: torch.Tensor, bonus: torch.Tensor) -> None:
@@ -119,6 +142,8 @@ class DraftModelProposer:
         self.runner.select(rows)
         self.pending = self.pending.index_select(0, rows)
         self.candidates = self.candidates.index_select(0, rows)
+        if self.draft_probs is not None:
+            self.draft_probs = self.draft_probs.index_select(0, rows)
 
 
 class InputCopyProposer:
@@ -134,6 +159,7 @@ class InputCopyProposer:
 
     forward_calls = 0
     adapts_per_row = True
+    draft_probs = None
 
     def __init__(
         self,
@@ -170,6 +196,11 @@ class InputCopyProposer:
     def proposed_counts(self) -> list[int]:
         return [len(c) for c in self.candidates]
 
+    @property
+    def copied_counts(self) -> list[int]:
+        """Candidates per row that were copied from the source (all of them, here)."""
+        return self.proposed_counts
+
     def accept(self, accepted: torch.Tensor, bonus: torch.Tensor) -> None:
         for row, (count, token) in enumerate(zip(accepted.tolist(), bonus.tolist(), strict=True)):
             proposed = self.candidates[row]
@@ -204,3 +235,136 @@ class InputCopyProposer:
             if best is not None:
                 return best
         return min(position, len(source))
+
+
+class CopyThenDraftProposer:
+    """Input copy where it aligns, the draft model where it does not (for correction tasks with a draft model).
+
+    Each round the draft model first catches up on the row's accepted tokens it has not seen (one batched forward
+    over a per-row, right-padded block) and predicts the next token. A row whose copy candidates start with that
+    same token proposes the copy (long, free); a row where they disagree (an error being corrected, or no
+    alignment) proposes the draft model's own greedy continuation. The draft model therefore runs once per round
+    for copying rows and ``k`` times only while some row needs it. Each row adapts its copy length (doubled after
+    a fully kept block, halved otherwise) and its draft length (+2 after a fully kept block, -1 otherwise).
+    """
+
+    adapts_per_row = True
+    draft_probs = None
+
+    def __init__(
+        self,
+        runner: DecoderRunner,
+        sources: list[list[int]],
+        filler_token_id: int,
+        eos_token_ids: tuple[int, ...],
+        *,
+        initial_length: int,
+        min_length: int = 1,
+        max_length: int = 16,
+        max_copy_length: int = 32,
+    ) -> None:
+        self.runner = runner
+        self.copy = InputCopyProposer(
+            sources, filler_token_id, initial_length, min_length, max_copy_length, device=runner.device
+        )
+        self.filler = filler_token_id
+        self.eos = set(eos_token_ids)
+        self.min_length, self.max_length = min_length, max_length
+        self.draft_lengths = [initial_length] * len(sources)
+        self.pending: list[list[int]] = [[] for _ in sources]  # accepted tokens the draft model has not seen
+        self.candidates: list[list[int]] = [[] for _ in sources]
+        self.copying: list[bool] = [False] * len(sources)
+        self.fed_drafts = 0  # draft tokens fed after the catch-up forward this round (the same for every row)
+
+    @property
+    def forward_calls(self) -> int:
+        return self.runner.forward_calls
+
+    @property
+    def proposed_counts(self) -> list[int]:
+        return [len(c) for c in self.candidates]
+
+    @property
+    def copied_counts(self) -> list[int]:
+        return [len(c) if copying else 0 for c, copying in zip(self.candidates, self.copying, strict=True)]
+
+    def start(self, first_tokens: torch.Tensor) -> None:
+        self.pending = [[int(token)] for token in first_tokens[:, -1].tolist()]
+
+    def propose(self, max_tokens: int, process: ScoreProcessor) -> torch.Tensor:
+        rows = len(self.pending)
+        device = self.runner.device
+        self.fed_drafts = 0
+        if max_tokens <= 0:
+            self.candidates = [[] for _ in range(rows)]
+            return torch.empty((rows, 0), dtype=torch.long, device=device)
+        widths = [len(p) for p in self.pending]
+        block = torch.tensor([p + [self.filler] * (max(widths) - len(p)) for p in self.pending], device=device)
+        logits = self.runner.forward(block)
+        last = torch.tensor(widths, device=device) - 1
+        scores = logits[torch.arange(rows, device=device), last]
+        self.runner.keep(torch.tensor(widths, device=device), fed=block.shape[1])  # drop the right padding
+        self.pending = [[] for _ in range(rows)]
+        no_candidates = torch.empty((rows, 0), dtype=torch.long, device=device)
+        first = process(no_candidates, scores).argmax(dim=-1)
+
+        self.copy.propose(max_tokens, process)
+        copy_lists = self.copy.candidates
+        first_list = first.tolist()
+        self.copying = [bool(c) and c[0] == f for c, f in zip(copy_lists, first_list, strict=True)]
+        wanted = [
+            0 if copying else min(length, max_tokens)
+            for copying, length in zip(self.copying, self.draft_lengths, strict=True)
+        ]
+        drafted = first[:, None]
+        ended = torch.tensor([token in self.eos for token in first_list], device=device)
+        steps = max(wanted) - 1
+        for _ in range(max(0, steps)):
+            needed = [w > drafted.shape[1] for w in wanted]
+            if not any(n and not e for n, e in zip(needed, ended.tolist(), strict=True)):
+                break
+            scores = process(drafted, self.runner.forward(drafted[:, -1:])[:, -1])
+            self.fed_drafts += 1
+            token = scores.argmax(dim=-1)
+            drafted = torch.cat([drafted, token[:, None]], dim=1)
+            if self.eos:
+                ended |= torch.isin(token, torch.tensor(sorted(self.eos), device=device))
+        drafted_lists = drafted.tolist()
+        self.candidates = [
+            copy_lists[row] if self.copying[row] else drafted_lists[row][: wanted[row]] for row in range(rows)
+        ]
+        width = max(len(c) for c in self.candidates)
+        padded = [c + [self.filler] * (width - len(c)) for c in self.candidates]
+        return torch.tensor(padded, dtype=torch.long, device=device).reshape(rows, width)
+
+    def accept(self, accepted: torch.Tensor, bonus: torch.Tensor) -> None:
+        # The copy alignment follows every kept token; only copying rows adapt their copy length.
+        copy_lengths = list(self.copy.lengths)
+        self.copy.candidates = self.candidates
+        self.copy.accept(accepted, bonus)
+        self.copy.lengths = [
+            new if copying else old
+            for new, old, copying in zip(self.copy.lengths, copy_lengths, self.copying, strict=True)
+        ]
+        keep_fed = []
+        for row, (count, token) in enumerate(zip(accepted.tolist(), bonus.tolist(), strict=True)):
+            proposed = self.candidates[row]
+            kept = min(count, len(proposed))
+            # Draft tokens the model was fed this round and that the big model kept stay in its cache.
+            in_cache = 0 if self.copying[row] else min(kept, self.fed_drafts)
+            keep_fed.append(in_cache)
+            self.pending[row] = self.pending[row] + proposed[in_cache:kept] + [token]  # nothing fed: keep adding
+            if not self.copying[row] and proposed:
+                full = kept == len(proposed)
+                length = self.draft_lengths[row] + (2 if full else -1)
+                self.draft_lengths[row] = max(self.min_length, min(self.max_length, length))
+        if self.fed_drafts:
+            self.runner.keep(torch.tensor(keep_fed, device=self.runner.device), fed=self.fed_drafts)
+
+    def select(self, rows: torch.Tensor) -> None:
+        self.runner.select(rows.to(self.runner.device))
+        self.copy.select(rows)
+        keep = rows.tolist()
+        for name in ("draft_lengths", "pending", "candidates", "copying"):
+            values = getattr(self, name)
+            setattr(self, name, [values[i] for i in keep])

@@ -1,4 +1,4 @@
-"""Resolve a model's generation settings exactly as ``model.generate`` would for greedy decoding.
+"""Resolve a model's generation settings exactly as ``model.generate`` would for greedy decoding or sampling.
 
 Token-for-token identity with ``big.generate(do_sample=False)`` depends on using the same decoder start token,
 the same end-of-sequence and padding ids, the same length limit and the same logits processors. transformers
@@ -36,6 +36,8 @@ class GreedyPlan:
     max_new_tokens: int
     logits_processor: LogitsProcessorList
     generation_config: GenerationConfig
+    # multinomial sampling (``do_sample=True``): the processors then include the temperature/top-k/top-p warpers
+    do_sample: bool = False
 
 
 def plan_greedy_generation(
@@ -43,8 +45,12 @@ def plan_greedy_generation(
     encoder_input_ids: torch.Tensor,
     max_new_tokens: int | None,
     generation_kwargs: dict[str, Any],
+    allow_sampling: bool = False,
 ) -> GreedyPlan:
-    """Build the greedy plan ``model.generate(encoder_input_ids, max_new_tokens=..., **generation_kwargs)`` uses."""
+    """Build the plan ``model.generate(encoder_input_ids, max_new_tokens=..., **generation_kwargs)`` uses.
+
+    Greedy search only, unless ``allow_sampling``: then ``do_sample=True`` (multinomial sampling) is accepted too.
+    """
     kwargs = dict(generation_kwargs)
     config_arg: GenerationConfig | None = kwargs.pop("generation_config", None)
     if max_new_tokens is not None:
@@ -67,11 +73,13 @@ def plan_greedy_generation(
             "GenerationConfig fields (for example min_new_tokens, no_repeat_ngram_size, repetition_penalty)"
         )
     for name, greedy_value in _NOT_GREEDY.items():
+        if name == "do_sample" and allow_sampling:
+            continue
         value = getattr(config, name, greedy_value)
         if value is not None and value != greedy_value:
             raise ValueError(
-                f"{name}={value!r} is not greedy decoding; Seq2SeqSpeculator.generate reproduces greedy search "
-                f"only (expected {name}={greedy_value!r})"
+                f"{name}={value!r} is not supported; Seq2SeqSpeculator.generate reproduces greedy search and "
+                f"multinomial sampling only (expected {name}={greedy_value!r})"
             )
     for name in _UNSUPPORTED:
         if getattr(config, name, None) is not None:
@@ -124,4 +132,5 @@ def plan_greedy_generation(
         max_new_tokens=max_new,
         logits_processor=processors,
         generation_config=config,
+        do_sample=bool(config.do_sample),
     )

@@ -1,7 +1,8 @@
 """The blockwise-parallel loop: propose, verify in one big forward, accept per row, cut caches back, drop rows.
 
-Every token the loop emits is the big model's argmax after ``generate``'s logits processors, given exactly the
-tokens before it, so the result is the big model's greedy output whatever the proposer suggests.
+With the greedy verifier every token the loop emits is the big model's argmax after ``generate``'s logits
+processors, given exactly the tokens before it, so the result is the big model's greedy output whatever the
+proposer suggests. With the sampling verifier every token follows the big model's sampling distribution.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from seq2spec.generation_setup import GreedyPlan
 from seq2spec.options import SpeculationOptions, SpeculationStats
 from seq2spec.runner import DecoderRunner
 from seq2spec.sequences import PrefixProcessor, TokenBuffer
+from seq2spec.verify import GreedyVerifier, Verifier
 
 
 class DraftLength:
@@ -42,22 +44,7 @@ class DraftLength:
         self.per_row = self.per_row.index_select(0, rows)
 
 
-def accepted_counts(candidates: torch.Tensor, targets: torch.Tensor, acceptance: str) -> torch.Tensor:
-    """How many leading candidates each row keeps: ``candidates[:, :n]`` equal ``targets[:, :n]``.
-
-    ``targets[:, j]`` is the big model's choice after the row's tokens and ``candidates[:, :j]``.
-    """
-    width = candidates.shape[1]
-    if width == 0:
-        return torch.zeros(candidates.shape[0], dtype=torch.long, device=candidates.device)
-    matches = (candidates == targets[:, :width]).long()
-    counts = matches.cumprod(dim=1).sum(dim=1)
-    if acceptance == "batch-min":
-        counts = counts.min().expand_as(counts).clone()
-    return counts
-
-
-def speculative_greedy(
+def speculative_decode(
     big: DecoderRunner,
     proposer: Proposer,
     plan: GreedyPlan,
@@ -65,8 +52,13 @@ def speculative_greedy(
     stats: SpeculationStats,
     draft_budget: int,
     position_limit: int | None = None,
+    verifier: Verifier | None = None,
 ) -> torch.Tensor:
-    """Greedy-decode the batch held by ``big``; returns what ``big.generate`` would (``[rows, 1 + T]``)."""
+    """Decode the batch held by ``big``; returns ``[rows, 1 + T]`` tokens as ``big.generate`` lays them out.
+
+    ``verifier`` defaults to greedy verification (output identical to ``big.generate(do_sample=False)``).
+    """
+    verifier = verifier if verifier is not None else GreedyVerifier(options.acceptance)
     device = big.device
     rows = big.encoder_hidden_states.shape[0]
     buffer = TokenBuffer(
@@ -95,9 +87,8 @@ def speculative_greedy(
         candidates = proposer.propose(wanted, process_draft).to(device)
         proposed = candidates.shape[1]
         logits = big.forward(torch.cat([last, candidates], dim=1))
-        targets = processor.positions(live, candidates, logits).argmax(dim=-1)
-        accepted = accepted_counts(candidates, targets, options.acceptance)
-        bonus = targets.gather(1, accepted[:, None]).squeeze(1)
+        scores = processor.positions(live, candidates, logits)
+        accepted, bonus = verifier.verify(candidates, scores, proposer.draft_probs)
 
         # The row's new tokens: accepted candidates then the bonus, cut at the first EOS and at the length limit.
         offsets = torch.arange(proposed + 1, device=device)[None, :]
@@ -124,6 +115,11 @@ def speculative_greedy(
             if per_row is not None:  # a filler token the big model happened to agree with is no accepted proposal
                 kept = torch.minimum(kept, torch.tensor(per_row, device=device))
             stats.accepted_draft_tokens += int(kept.sum())
+            copied = getattr(proposer, "copied_counts", None)
+            if copied is not None:
+                copied_tensor = torch.tensor(copied, device=device)
+                stats.proposed_copy_tokens += sum(copied)
+                stats.accepted_copy_tokens += int(torch.minimum(kept, copied_tensor).sum())
             stats.record_accepted_lengths(accepted.tolist())
 
         finished = ended | (counts >= remaining)

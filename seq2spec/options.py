@@ -55,6 +55,9 @@ class SpeculationStats:
     generated_tokens: int = 0
     proposed_draft_tokens: int = 0
     accepted_draft_tokens: int = 0
+    # of the above, candidates copied from the source (input-copy drafting) and how many of those were kept
+    proposed_copy_tokens: int = 0
+    accepted_copy_tokens: int = 0
     accepted_length_histogram: list[int] = field(default_factory=list)
 
     @property
@@ -83,6 +86,8 @@ class SpeculationStats:
             "generated_tokens",
             "proposed_draft_tokens",
             "accepted_draft_tokens",
+            "proposed_copy_tokens",
+            "accepted_copy_tokens",
         ):
             setattr(self, name, getattr(self, name) + getattr(other, name))
         for length, count in enumerate(other.accepted_length_histogram):
@@ -98,6 +103,8 @@ class SpeculationStats:
             "generated_tokens": self.generated_tokens,
             "proposed_draft_tokens": self.proposed_draft_tokens,
             "accepted_draft_tokens": self.accepted_draft_tokens,
+            "proposed_copy_tokens": self.proposed_copy_tokens,
+            "accepted_copy_tokens": self.accepted_copy_tokens,
             "acceptance_rate": self.acceptance_rate,
             "tokens_per_big_forward": self.tokens_per_big_forward,
             "accepted_length_histogram": list(self.accepted_length_histogram),

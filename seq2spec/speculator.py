@@ -9,12 +9,13 @@ from typing import Any
 import torch
 from transformers import AutoModelForSeq2SeqLM, AutoTokenizer, PreTrainedModel, PreTrainedTokenizerBase
 
-from seq2spec.drafts import DraftModelProposer, InputCopyProposer, NoDraft, Proposer
+from seq2spec.drafts import CopyThenDraftProposer, DraftModelProposer, InputCopyProposer, NoDraft, Proposer
 from seq2spec.families import Family, family_of
 from seq2spec.generation_setup import plan_greedy_generation
-from seq2spec.loop import speculative_greedy
+from seq2spec.loop import speculative_decode
 from seq2spec.options import Acceptance, SpeculationOptions, SpeculationStats
 from seq2spec.runner import DecoderRunner
+from seq2spec.verify import GreedyVerifier, SamplingVerifier, Verifier
 
 ModelLike = PreTrainedModel | str
 INPUT_COPY = "input-copy"
@@ -123,6 +124,8 @@ class Seq2SeqSpeculator:
         min_draft_tokens: int = 1,
         max_draft_tokens: int = 16,
         acceptance: Acceptance = "per-row",
+        input_copy: bool = False,
+        max_copy_tokens: int = 32,
         device: str | torch.device | None = None,
         dtype: torch.dtype | None = None,
     ) -> None:
@@ -137,14 +140,19 @@ class Seq2SeqSpeculator:
             if small is not None:
                 raise TypeError("pass the draft as small= or as draft=, not both")
             small = draft
-        self.input_copy = small == INPUT_COPY
-        if self.input_copy:
+        if not isinstance(max_copy_tokens, int) or isinstance(max_copy_tokens, bool) or max_copy_tokens < 1:
+            raise ValueError(f"max_copy_tokens must be a positive integer, got {max_copy_tokens!r}")
+        self.max_copy_tokens = max_copy_tokens
+        copy_only = isinstance(small, str) and small == INPUT_COPY
+        if copy_only:
             small = None
+        self.input_copy = copy_only or bool(input_copy)
+        self.copy_with_draft = bool(input_copy) and not copy_only
         if big is None:
             from seq2spec.default_models import load_speller
 
             big, default_small, default_tokenizer = load_speller(device=device, dtype=dtype)
-            small = default_small if small is None and not self.input_copy else small
+            small = default_small if small is None and not copy_only else small
             tokenizer = default_tokenizer if tokenizer is None else tokenizer
         self.big = _load_model(big, "big")
         if isinstance(big, str) and (device is not None or dtype is not None):
@@ -164,6 +172,8 @@ class Seq2SeqSpeculator:
             self.small_family = family_of(self.small, "small")
             check_compatible(self.big, self.small)
             self.shares_encoder = encoders_match(self.big, self.small)
+        elif self.copy_with_draft:
+            raise ValueError("input_copy=True combines copying with a draft model, but no draft model was given")
         for role, model in (("big", self.big), ("small", self.small)):
             if model is not None and model.training:
                 warnings.warn(
@@ -195,14 +205,23 @@ class Seq2SeqSpeculator:
         input_ids: torch.Tensor,
         attention_mask: torch.Tensor | None = None,
         max_new_tokens: int | None = None,
+        *,
+        generator: torch.Generator | None = None,
+        seed: int | None = None,
         **generation_kwargs: Any,
     ) -> torch.Tensor:
-        """Same tensor as ``big.generate(input_ids, attention_mask=..., max_new_tokens=..., do_sample=False)``."""
+        """Same tensor as ``big.generate(input_ids, attention_mask=..., max_new_tokens=..., do_sample=False)``.
+
+        With ``do_sample=True`` (and ``temperature``, ``top_k``, ``top_p``, ...) this is speculative sampling:
+        each row's tokens follow the distribution ``big.generate(do_sample=True, ...)`` samples from. Pass
+        ``seed`` or a ``generator`` (on the big model's device) for reproducible runs.
+        """
         input_ids, attention_mask = self._check_batch(input_ids, attention_mask)
         _check_max_new_tokens(max_new_tokens)
-        plan = plan_greedy_generation(self.big, input_ids, max_new_tokens, generation_kwargs)
+        plan = plan_greedy_generation(self.big, input_ids, max_new_tokens, generation_kwargs, allow_sampling=True)
+        generator = self._sampling_generator(plan.do_sample, generator, seed)
         stats = SpeculationStats()
-        output = self._generate_batch(input_ids, attention_mask, plan, stats)
+        output = self._generate_batch(input_ids, attention_mask, plan, stats, generator)
         self.last_stats = stats
         return output
 
@@ -249,7 +268,30 @@ class Seq2SeqSpeculator:
 
     # ------------------------------------------------------------------ internals
 
-    def _generate_batch(self, input_ids, attention_mask, plan, stats: SpeculationStats) -> torch.Tensor:
+    def _sampling_generator(
+        self, do_sample: bool, generator: torch.Generator | None, seed: int | None
+    ) -> torch.Generator | None:
+        if not do_sample:
+            if generator is not None or seed is not None:
+                raise ValueError("generator= and seed= only apply with do_sample=True")
+            return None
+        if generator is not None and seed is not None:
+            raise ValueError("pass seed= or generator=, not both")
+        if seed is not None:
+            return torch.Generator(device=self.big.device).manual_seed(seed)
+        if generator is not None:
+            if not isinstance(generator, torch.Generator):
+                raise TypeError(f"generator must be a torch.Generator, got {type(generator).__name__}")
+            if torch.device(generator.device).type != self.big.device.type:
+                raise ValueError(
+                    f"generator is on {generator.device} but the big model is on {self.big.device}; "
+                    "create it with torch.Generator(device=...) on the model's device"
+                )
+        return generator
+
+    def _generate_batch(
+        self, input_ids, attention_mask, plan, stats: SpeculationStats, generator: torch.Generator | None = None
+    ) -> torch.Tensor:
         big_encoder_output = self.big.get_encoder()(
             input_ids=input_ids, attention_mask=attention_mask, return_dict=True
         ).last_hidden_state
@@ -257,24 +299,17 @@ class Seq2SeqSpeculator:
         big_runner = DecoderRunner(self.big, self.big_family, big_encoder_output, attention_mask)
         proposer: Proposer = NoDraft()
         draft_budget = 0
-        if self.input_copy:
-            rows = (
-                input_ids.tolist()
-                if attention_mask is None
-                else [
-                    [token for token, keep in zip(ids, mask, strict=True) if keep]
-                    for ids, mask in zip(input_ids.tolist(), attention_mask.tolist(), strict=True)
-                ]
-            )
+        sources = self._source_rows(input_ids, attention_mask) if self.input_copy else []
+        if self.input_copy and self.small is None:
             proposer = InputCopyProposer(
-                rows,
+                sources,
                 plan.pad_token_id,
                 self.options.num_draft_tokens,
                 self.options.min_draft_tokens,
-                self.options.max_draft_tokens,
+                self.max_copy_tokens,
                 device=input_ids.device,
             )
-            draft_budget = self.options.max_draft_tokens
+            draft_budget = self.max_copy_tokens
         elif self.small is not None:
             draft_device, draft_dtype = self.small.device, self.small.dtype
             if self.shares_encoder:
@@ -288,12 +323,42 @@ class Seq2SeqSpeculator:
                 stats.draft_encoder_calls += 1
             draft_mask = None if attention_mask is None else attention_mask.to(draft_device)
             draft_runner = DecoderRunner(self.small, self.small_family, draft_encoder_output, draft_mask)
-            proposer = DraftModelProposer(draft_runner, plan.eos_token_ids)
-            draft_budget = self.options.max_draft_tokens
+            if self.copy_with_draft:
+                proposer = CopyThenDraftProposer(
+                    draft_runner,
+                    sources,
+                    plan.pad_token_id,
+                    plan.eos_token_ids,
+                    initial_length=self.options.num_draft_tokens,
+                    min_length=self.options.min_draft_tokens,
+                    max_length=self.options.max_draft_tokens,
+                    max_copy_length=self.max_copy_tokens,
+                )
+                draft_budget = max(self.max_copy_tokens, self.options.max_draft_tokens)
+            else:
+                proposer = DraftModelProposer(
+                    draft_runner, plan.eos_token_ids, sample=plan.do_sample, generator=generator
+                )
+                draft_budget = self.options.max_draft_tokens
         limits = [f.max_target_length for f in (self.big_family, self.small_family) if f and f.max_target_length]
-        return speculative_greedy(
-            big_runner, proposer, plan, self.options, stats, draft_budget, min(limits) if limits else None
+        verifier: Verifier = (
+            SamplingVerifier(generator, self.options.acceptance)
+            if plan.do_sample
+            else GreedyVerifier(self.options.acceptance)
         )
+        return speculative_decode(
+            big_runner, proposer, plan, self.options, stats, draft_budget, min(limits) if limits else None, verifier
+        )
+
+    @staticmethod
+    def _source_rows(input_ids: torch.Tensor, attention_mask: torch.Tensor | None) -> list[list[int]]:
+        """Each row's source tokens without padding (what input-copy drafting copies from)."""
+        if attention_mask is None:
+            return input_ids.tolist()
+        return [
+            [token for token, keep in zip(ids, mask, strict=True) if keep]
+            for ids, mask in zip(input_ids.tolist(), attention_mask.tolist(), strict=True)
+        ]
 
     def _check_batch(
         self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None

@@ -110,8 +110,8 @@ def test_source_longer_than_learned_positions(toy_models):
 @pytest.mark.parametrize(
     "kwargs, error, message",
     [
-        ({"do_sample": True}, ValueError, "do_sample=True is not greedy"),
-        ({"num_beams": 3}, ValueError, "num_beams=3 is not greedy"),
+        ({"do_sample": True, "num_return_sequences": 2}, ValueError, "num_return_sequences=2 is not supported"),
+        ({"num_beams": 3}, ValueError, "num_beams=3 is not supported"),
         ({"no_such_option": 1}, TypeError, "unexpected generation arguments"),
     ],
 )

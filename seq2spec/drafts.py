@@ -289,7 +289,7 @@ class CopyThenDraftProposer:
         return [len(c) if copying else 0 for c, copying in zip(self.candidates, self.copying, strict=True)]
 
     def start(self, first_tokens: torch.Tensor) -> None:
-        self.pending = [[int(token)] for token in first_tokens[:, -1].tolist()]
+        self.pending = [list(row) for row in first_tokens.tolist()]  # the decoder prompt
 
     def propose(self, max_tokens: int, process: ScoreProcessor) -> torch.Tensor:
         rows = len(self.pending)

@@ -18,7 +18,7 @@ from torch import nn
 from transformers import PreTrainedModel
 
 RELATIVE_POSITION_FAMILIES = frozenset({"t5", "mt5"})
-LEARNED_POSITION_FAMILIES = frozenset({"bart", "mbart"})
+LEARNED_POSITION_FAMILIES = frozenset({"bart", "mbart", "whisper"})
 SUPPORTED_FAMILIES = RELATIVE_POSITION_FAMILIES | LEARNED_POSITION_FAMILIES
 
 
@@ -30,6 +30,7 @@ class Family:
     learned_positions: bool
     max_source_length: int | None
     max_target_length: int | None
+    encoder_input_name: str = "input_ids"  # Whisper's encoder reads "input_features"
 
 
 def family_of(model: PreTrainedModel, role: str = "model") -> Family:
@@ -40,13 +41,15 @@ def family_of(model: PreTrainedModel, role: str = "model") -> Family:
     if not getattr(config, "is_encoder_decoder", False):
         raise TypeError(
             f"{role} ({type(model).__name__}, model_type={config.model_type!r}) is not an encoder-decoder model; "
-            "Seq2SeqSpeculator needs an encoder-decoder such as T5, MT5 or BART"
+            "Seq2SeqSpeculator needs an encoder-decoder such as T5, MT5, BART or Whisper"
         )
     model_type = config.model_type
     if model_type not in SUPPORTED_FAMILIES:
         raise NotImplementedError(
             f"{role} has model_type={model_type!r}; supported families are {sorted(SUPPORTED_FAMILIES)}"
         )
+    if model_type == "whisper":
+        return Family(model_type, True, None, config.max_target_positions, "input_features")
     learned = model_type in LEARNED_POSITION_FAMILIES
     limit = getattr(config, "max_position_embeddings", None) if learned else None
     return Family(model_type, learned, limit, limit)
@@ -66,6 +69,8 @@ def row_positions(model: PreTrainedModel, family: Family, pad: torch.Tensor) -> 
         if positions is None:  # called positionally: (input_ids, past_key_values_length)
             past = args[1] if len(args) > 1 else kwargs.get("past_key_values_length", 0)
             positions = torch.arange(past, past + args[0].shape[1], device=pad.device)
+        if positions.dim() == 2:  # [rows, length] (Whisper): the same cache positions on every row
+            positions = positions[0]
         per_row = positions.reshape(1, -1) - pad.to(positions.device)[:, None]
         return nn.functional.embedding(per_row + offset, module.weight)
 

@@ -38,6 +38,17 @@ class GreedyPlan:
     generation_config: GenerationConfig
     # multinomial sampling (``do_sample=True``): the processors then include the temperature/top-k/top-p warpers
     do_sample: bool = False
+    # the decoder's first tokens (``[rows, P]``); None means the decoder start token alone
+    decoder_prompt: torch.Tensor | None = None
+
+    def prompt(self, rows: int, device: torch.device) -> torch.Tensor:
+        if self.decoder_prompt is not None:
+            return self.decoder_prompt.to(device)
+        return torch.full((rows, 1), self.decoder_start_token_id, dtype=torch.long, device=device)
+
+    @property
+    def prompt_length(self) -> int:
+        return 1 if self.decoder_prompt is None else int(self.decoder_prompt.shape[1])
 
 
 def plan_greedy_generation(
@@ -46,10 +57,16 @@ def plan_greedy_generation(
     max_new_tokens: int | None,
     generation_kwargs: dict[str, Any],
     allow_sampling: bool = False,
+    *,
+    decoder_prompt: torch.Tensor | None = None,
+    logits_processor: LogitsProcessorList | None = None,
+    model_input_name: str = "input_ids",
 ) -> GreedyPlan:
     """Build the plan ``model.generate(encoder_input_ids, max_new_tokens=..., **generation_kwargs)`` uses.
 
     Greedy search only, unless ``allow_sampling``: then ``do_sample=True`` (multinomial sampling) is accepted too.
+    ``decoder_prompt`` (``decoder_input_ids``) and ``logits_processor`` are what a caller such as Whisper's
+    ``generate`` hands to ``GenerationMixin.generate``; ``encoder_input_ids`` is then the encoder's input tensor.
     """
     kwargs = dict(generation_kwargs)
     config_arg: GenerationConfig | None = kwargs.pop("generation_config", None)
@@ -92,21 +109,22 @@ def plan_greedy_generation(
 
     batch_size = encoder_input_ids.shape[0]
     device = encoder_input_ids.device
+    prompt_length = 1 if decoder_prompt is None else int(decoder_prompt.shape[1])
     model._prepare_special_tokens(config, True, device=device, batch_size=batch_size)
     config = model._prepare_generated_length(
         generation_config=config,
         has_default_max_length=has_default_max_length,
         has_default_min_length=has_default_min_length,
-        model_input_name="input_ids",
-        input_ids_length=1,
+        model_input_name=model_input_name,
+        input_ids_length=prompt_length,
         inputs_tensor=encoder_input_ids,
     )
     processors = model._get_logits_processor(
         generation_config=config,
-        input_ids_seq_length=1,
+        input_ids_seq_length=prompt_length,
         encoder_input_ids=encoder_input_ids,
         prefix_allowed_tokens_fn=None,
-        logits_processor=LogitsProcessorList(),
+        logits_processor=logits_processor if logits_processor is not None else LogitsProcessorList(),
         device=device,
         model_kwargs={},
     )
@@ -122,7 +140,7 @@ def plan_greedy_generation(
     pad = config._pad_token_tensor
     if pad is None:
         raise ValueError("the model's generation config has neither pad_token_id nor eos_token_id")
-    max_new = int(config.max_length) - 1
+    max_new = int(config.max_length) - prompt_length
     if max_new <= 0:
         raise ValueError(f"max_length={config.max_length} leaves no room for new tokens")
     return GreedyPlan(
@@ -133,4 +151,5 @@ def plan_greedy_generation(
         logits_processor=processors,
         generation_config=config,
         do_sample=bool(config.do_sample),
+        decoder_prompt=decoder_prompt,
     )

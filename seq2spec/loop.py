@@ -61,19 +61,19 @@ def speculative_decode(
     verifier = verifier if verifier is not None else GreedyVerifier(options.acceptance)
     device = big.device
     rows = big.encoder_hidden_states.shape[0]
-    buffer = TokenBuffer(
-        rows, 1 + plan.max_new_tokens + draft_budget + 1, plan.decoder_start_token_id, plan.pad_token_id, device
-    )
+    prompt = plan.prompt(rows, device)
+    prompt_length = prompt.shape[1]
+    buffer = TokenBuffer(prompt, prompt_length + plan.max_new_tokens + draft_budget + 1, plan.pad_token_id)
     processor = PrefixProcessor(plan.logits_processor, buffer)
     eos = torch.tensor(plan.eos_token_ids, dtype=torch.long, device=device)
     live = torch.arange(rows, device=device)  # batch rows still decoding, in runner order
-    last = torch.full((rows, 1), plan.decoder_start_token_id, dtype=torch.long, device=device)
+    last = prompt  # fed with the first candidates; afterwards each row's last emitted token
     draft_length = DraftLength(options, rows, device)
     proposer.start(last)
     draft_calls_before = proposer.forward_calls
 
     while live.numel():
-        remaining = 1 + plan.max_new_tokens - buffer.lengths[live]
+        remaining = prompt_length + plan.max_new_tokens - buffer.lengths[live]
         if proposer.adapts_per_row:  # the proposer sizes each row itself, within the budget
             wanted = min(draft_budget, max(1, int(remaining.max()) - 1))
         else:
@@ -86,7 +86,7 @@ def speculative_decode(
 
         candidates = proposer.propose(wanted, process_draft).to(device)
         proposed = candidates.shape[1]
-        logits = big.forward(torch.cat([last, candidates], dim=1))
+        logits = big.forward(torch.cat([last, candidates], dim=1))[:, last.shape[1] - 1 :]
         scores = processor.positions(live, candidates, logits)
         accepted, bonus = verifier.verify(candidates, scores, proposer.draft_probs)
 

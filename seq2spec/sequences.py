@@ -7,12 +7,13 @@ from transformers import LogitsProcessorList
 
 
 class TokenBuffer:
-    """Right-padded generated tokens of a whole batch (decoder start token first) and each row's length."""
+    """Right-padded generated tokens of a whole batch (the decoder prompt first) and each row's length."""
 
-    def __init__(self, rows: int, capacity: int, start_id: int, pad_id: int, device: torch.device) -> None:
-        self.tokens = torch.full((rows, capacity), pad_id, dtype=torch.long, device=device)
-        self.tokens[:, 0] = start_id
-        self.lengths = torch.ones(rows, dtype=torch.long, device=device)
+    def __init__(self, prompt: torch.Tensor, capacity: int, pad_id: int) -> None:
+        rows, prompt_length = prompt.shape
+        self.tokens = torch.full((rows, capacity), pad_id, dtype=torch.long, device=prompt.device)
+        self.tokens[:, :prompt_length] = prompt
+        self.lengths = torch.full((rows,), prompt_length, dtype=torch.long, device=prompt.device)
 
     def append(self, rows: torch.Tensor, new_tokens: torch.Tensor, counts: torch.Tensor) -> None:
         """Append the first ``counts[i]`` of ``new_tokens[i]`` to row ``rows[i]``."""

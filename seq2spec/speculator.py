@@ -202,10 +202,11 @@ class Seq2SeqSpeculator:
     @torch.inference_mode()
     def generate(
         self,
-        input_ids: torch.Tensor,
+        input_ids: torch.Tensor | None = None,
         attention_mask: torch.Tensor | None = None,
         max_new_tokens: int | None = None,
         *,
+        input_features: torch.Tensor | None = None,
         generator: torch.Generator | None = None,
         seed: int | None = None,
         **generation_kwargs: Any,
@@ -215,7 +216,16 @@ class Seq2SeqSpeculator:
         With ``do_sample=True`` (and ``temperature``, ``top_k``, ``top_p``, ...) this is speculative sampling:
         each row's tokens follow the distribution ``big.generate(do_sample=True, ...)`` samples from. Pass
         ``seed`` or a ``generator`` (on the big model's device) for reproducible runs.
+
+        Whisper: pass ``input_features`` and Whisper's own arguments (``language``, ``task``, ``return_timestamps``,
+        long-form ``attention_mask``, ...); the result is what ``big.generate`` returns for them (greedy).
         """
+        if self.big_family.model_type == "whisper":
+            return self._generate_whisper(input_features, input_ids, attention_mask, max_new_tokens, generation_kwargs)
+        if input_features is not None:
+            raise TypeError("input_features is for Whisper models; this big model takes input_ids")
+        if input_ids is None:
+            raise TypeError("generate() needs input_ids")
         input_ids, attention_mask = self._check_batch(input_ids, attention_mask)
         _check_max_new_tokens(max_new_tokens)
         plan = plan_greedy_generation(self.big, input_ids, max_new_tokens, generation_kwargs, allow_sampling=True)
@@ -268,6 +278,43 @@ class Seq2SeqSpeculator:
 
     # ------------------------------------------------------------------ internals
 
+    def _generate_whisper(
+        self,
+        input_features: torch.Tensor | None,
+        input_ids: torch.Tensor | None,
+        attention_mask: torch.Tensor | None,
+        max_new_tokens: int | None,
+        generation_kwargs: dict[str, Any],
+    ) -> torch.Tensor:
+        """Whisper's own ``generate`` (prompt, language, timestamps, long-form windows) with its inner greedy search
+        replaced by the speculative loop (see ``whisper_support.inner_generate_replaced``)."""
+        from seq2spec.whisper_support import inner_generate_replaced
+
+        features = input_features if input_features is not None else input_ids
+        if not isinstance(features, torch.Tensor) or features.dim() != 3 or not features.is_floating_point():
+            shape = tuple(features.shape) if isinstance(features, torch.Tensor) else type(features).__name__
+            raise ValueError(f"Whisper needs input_features as a float [batch, mel bins, frames] tensor, got {shape}")
+        _check_max_new_tokens(max_new_tokens)
+        if generation_kwargs.get("do_sample") or generation_kwargs.get("num_beams", 1) != 1:
+            raise ValueError("Seq2SeqSpeculator reproduces Whisper's greedy decoding only (no sampling or beams)")
+        total = SpeculationStats()
+
+        def decode(inputs, plan) -> torch.Tensor:
+            stats = SpeculationStats()
+            output = self._generate_batch(inputs, None, plan, stats)
+            total.merge(stats)
+            return output
+
+        features = features.to(self.big.device, self.big.dtype)
+        if attention_mask is not None:
+            generation_kwargs["attention_mask"] = attention_mask.to(self.big.device)
+        if max_new_tokens is not None:
+            generation_kwargs["max_new_tokens"] = max_new_tokens
+        with inner_generate_replaced(self.big, decode):
+            output = self.big.generate(features, **generation_kwargs)
+        self.last_stats = total
+        return output
+
     def _sampling_generator(
         self, do_sample: bool, generator: torch.Generator | None, seed: int | None
     ) -> torch.Generator | None:
@@ -293,7 +340,7 @@ class Seq2SeqSpeculator:
         self, input_ids, attention_mask, plan, stats: SpeculationStats, generator: torch.Generator | None = None
     ) -> torch.Tensor:
         big_encoder_output = self.big.get_encoder()(
-            input_ids=input_ids, attention_mask=attention_mask, return_dict=True
+            **{self.big_family.encoder_input_name: input_ids}, attention_mask=attention_mask, return_dict=True
         ).last_hidden_state
         stats.big_encoder_calls += 1
         big_runner = DecoderRunner(self.big, self.big_family, big_encoder_output, attention_mask)
@@ -315,8 +362,11 @@ class Seq2SeqSpeculator:
             if self.shares_encoder:
                 draft_encoder_output = big_encoder_output.to(draft_device, draft_dtype)
             else:
+                draft_input = input_ids.to(draft_device)
+                if draft_input.is_floating_point():
+                    draft_input = draft_input.to(draft_dtype)
                 draft_encoder_output = self.small.get_encoder()(
-                    input_ids=input_ids.to(draft_device),
+                    **{self.small_family.encoder_input_name: draft_input},
                     attention_mask=None if attention_mask is None else attention_mask.to(draft_device),
                     return_dict=True,
                 ).last_hidden_state

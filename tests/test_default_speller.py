@@ -92,3 +92,38 @@ def test_correct_command_uses_the_shipped_pair(tmp_path, capsys):
     lines = captured.out.splitlines()
     assert len(lines) == len(MISSPELLED)
     assert lines == Seq2SeqSpeculator().correct(MISSPELLED)
+
+
+MORE = [
+    "A man who has never gone to school may steal from a freight car.",
+    "Beauty is in the eye of the beholder, but it may be neccessary from time to time to give a stupid person a hint.",
+    "He is definately the best canditate.",
+    "Every cloud has a silver linning.",
+    "We will meet tomorow at the libary.",
+    "You cannot step twice into the same river.",
+    "It was a dark and stormy nigth.",
+    "The comittee will anounce the results next week.",
+    "Time flies like an arrow.",
+    "An apple a day keeps the docter away.",
+    "Please seperate the paper from the plastic.",
+    "They went to the begining of the road.",
+]
+
+
+@needs_weights
+@pytest.mark.parametrize("rows", [1, 16])
+@pytest.mark.parametrize("mode", ["input-copy", "copy+draft"])
+def test_input_copy_on_the_trained_speller_equals_greedy(speller, rows, mode):
+    big, small, tokenizer = speller
+    texts = (MISSPELLED + MORE)[:rows]
+    batch = tokenizer(texts, padding=True, return_tensors="pt")
+    expected = big.generate(**batch, do_sample=False, max_new_tokens=96)
+    if mode == "input-copy":
+        speculator = Seq2SeqSpeculator(big, tokenizer=tokenizer, draft="input-copy")
+    else:
+        speculator = Seq2SeqSpeculator(big, small, tokenizer, input_copy=True)
+    output = speculator.generate(batch["input_ids"], batch["attention_mask"], max_new_tokens=96)
+    assert output.shape == expected.shape and torch.equal(output, expected)
+    stats = speculator.last_stats
+    assert stats.accepted_copy_tokens > 0.5 * stats.proposed_copy_tokens  # the output mostly repeats the input
+    assert stats.tokens_per_big_forward > 2

@@ -1,0 +1,281 @@
+"""Spelling-correction speed on the shipped speller pair: seq2spec against greedy and the peers, in one run.
+
+Methods, timed on the same held-out sentences, interleaved, median of ``--repeats`` runs after a warm-up:
+- ``greedy``: ``big.generate(do_sample=False)`` at the same batch size (the baseline of every ratio);
+- ``hf assisted``: transformers' assisted generation with the draft (``assistant_model=``; batch size 1 only);
+- ``seq2spec per-row`` / ``seq2spec batch-min``: the draft model, adaptive draft length, per-row acceptance or
+  every row rolled back to the batch's earliest mismatch (the published batched design);
+- ``seq2spec per-row fixed``: the draft model with a fixed draft length;
+- ``seq2spec input-copy``: no draft model, candidates copied from each row's source;
+- ``seq2spec copy+draft``: copy where it aligns, the draft model elsewhere.
+Every output is compared with greedy's, token for token.
+
+    python benchmarks/bench_spelling.py                      # batch sizes 1, 4, 16, 64
+    python benchmarks/bench_spelling.py --quick              # fewer sentences, one timed run
+    python benchmarks/bench_spelling.py --device cuda --dtype float16
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import platform
+import statistics
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import torch
+
+from seq2spec import Seq2SeqSpeculator, SpeculationStats
+from seq2spec.default_models import load_speller
+
+DATA = Path(__file__).resolve().parents[1] / "recipes" / "data" / "spelling_heldout.tsv"
+DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
+
+
+@dataclass
+class Row:
+    batch_size: int
+    method: str
+    seconds: float
+    speedup: float
+    tokens: int
+    tokens_per_second: float
+    big_forwards_per_token: float
+    tokens_per_big_row_forward: float
+    acceptance_rate: float
+    peak_memory_mb: float | None
+    identical_to_greedy: bool
+    accepted_length_histogram: list[int] = field(default_factory=list)
+
+
+class DecoderCallCounter:
+    """Counts big-model decoder calls, whoever makes them."""
+
+    def __init__(self, model: torch.nn.Module) -> None:
+        self.calls = 0
+        model.get_decoder().register_forward_hook(self._count)
+
+    def _count(self, *_args) -> None:
+        self.calls += 1
+
+
+def read_sources(path: Path, limit: int | None) -> list[str]:
+    with open(path, encoding="utf-8", newline="") as handle:
+        rows = [row for row in csv.reader(handle, delimiter="\t") if row]
+    sources = [row[0] for row in rows[1:]]  # header: source, reference
+    return sources[:limit] if limit else sources
+
+
+def _sync(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize()
+
+
+def bench(args) -> list[Row]:
+    device = torch.device(args.device)
+    big, small, tokenizer = load_speller(device=device, dtype=DTYPES[args.dtype])
+    counter = DecoderCallCounter(big)
+    rows: list[Row] = []
+    for batch_size in args.batch_sizes:
+        limit = args.inputs_batch1 if batch_size == 1 else args.inputs
+        texts = read_sources(args.data, limit)
+        texts.sort(key=len)  # batches of similar length, as correct() forms them
+        batches = []
+        for start in range(0, len(texts), batch_size):
+            encoded = tokenizer(texts[start : start + batch_size], padding=True, return_tensors="pt")
+            batches.append((encoded["input_ids"].to(device), encoded["attention_mask"].to(device)))
+
+        def greedy(ids, mask):
+            return big.generate(ids, attention_mask=mask, max_new_tokens=args.max_new_tokens, do_sample=False), None
+
+        methods: dict[str, Callable] = {"greedy": greedy}
+        if batch_size == 1:
+
+            def assisted(ids, mask):
+                output = big.generate(
+                    ids, attention_mask=mask, max_new_tokens=args.max_new_tokens, do_sample=False, assistant_model=small
+                )
+                return output, None
+
+            methods["hf assisted"] = assisted
+        variants = {
+            "seq2spec per-row": Seq2SeqSpeculator(big, small, tokenizer),
+            "seq2spec batch-min": Seq2SeqSpeculator(big, small, tokenizer, acceptance="batch-min"),
+            "seq2spec per-row fixed": Seq2SeqSpeculator(big, small, tokenizer, adaptive=False),
+            "seq2spec input-copy": Seq2SeqSpeculator(big, tokenizer=tokenizer, draft="input-copy"),
+            "seq2spec copy+draft": Seq2SeqSpeculator(big, small, tokenizer, input_copy=True),
+        }
+        for name, speculator in variants.items():
+
+            def run(ids, mask, s=speculator):
+                return s.generate(ids, mask, max_new_tokens=args.max_new_tokens), s.last_stats
+
+            methods[name] = run
+
+        times: dict[str, list[float]] = {name: [] for name in methods}
+        for method in methods.values():  # warm-up
+            for ids, mask in batches[:2]:
+                method(ids, mask)
+        for _ in range(args.repeats):
+            for name, method in methods.items():
+                _sync(device)
+                start = time.perf_counter()
+                for ids, mask in batches:
+                    method(ids, mask)
+                _sync(device)
+                times[name].append(time.perf_counter() - start)
+        seconds = {name: statistics.median(values) for name, values in times.items()}
+
+        reference = None
+        for name, method in methods.items():  # one untimed pass: outputs, calls, statistics, memory
+            counter.calls = 0
+            if device.type == "cuda":
+                torch.cuda.reset_peak_memory_stats()
+            outputs, total = [], SpeculationStats()
+            for ids, mask in batches:
+                output, stats = method(ids, mask)
+                outputs.append(output)
+                if stats is not None:
+                    total.merge(stats)
+            peak = torch.cuda.max_memory_allocated() / 2**20 if device.type == "cuda" else None
+            if reference is None:
+                reference = outputs
+            identical = all(a.shape == b.shape and torch.equal(a, b) for a, b in zip(outputs, reference, strict=True))
+            tokens = sum(int((out[:, 1:] != tokenizer.pad_token_id).sum()) for out in reference)
+            rows.append(
+                Row(
+                    batch_size=batch_size,
+                    method=name,
+                    seconds=seconds[name],
+                    speedup=seconds["greedy"] / seconds[name],
+                    tokens=tokens,
+                    tokens_per_second=tokens / seconds[name],
+                    big_forwards_per_token=counter.calls / tokens,
+                    tokens_per_big_row_forward=total.tokens_per_big_forward if total.big_row_forwards else 1.0,
+                    acceptance_rate=total.acceptance_rate,
+                    peak_memory_mb=peak,
+                    identical_to_greedy=identical,
+                    accepted_length_histogram=list(total.accepted_length_histogram),
+                )
+            )
+            row = rows[-1]
+            print(
+                f"bs={batch_size:<3} {name:24} {row.seconds:7.2f}s x{row.speedup:5.2f} "
+                f"big forwards/token={row.big_forwards_per_token:.3f} tokens/row-forward="
+                f"{row.tokens_per_big_row_forward:.2f} accept={row.acceptance_rate:.2f} identical={identical}",
+                flush=True,
+            )
+    return rows
+
+
+def markdown(rows: list[Row], machine: str) -> str:
+    lines = [
+        f"Machine: {machine}",
+        "",
+        "| batch | method | wall s | speedup vs greedy | tokens/s | big forwards/token | tokens per big row-forward "
+        "| acceptance | peak MB | identical |",
+        "|---:|---|---:|---:|---:|---:|---:|---:|---:|---|",
+    ]
+    for r in rows:
+        peak = f"{r.peak_memory_mb:.0f}" if r.peak_memory_mb is not None else "-"
+        lines.append(
+            f"| {r.batch_size} | {r.method} | {r.seconds:.2f} | {r.speedup:.2f} | {r.tokens_per_second:.0f} "
+            f"| {r.big_forwards_per_token:.3f} | {r.tokens_per_big_row_forward:.2f} | {r.acceptance_rate:.2f} "
+            f"| {peak} | {'yes' if r.identical_to_greedy else 'NO'} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def plot(rows: list[Row], stem: Path) -> None:
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        print("matplotlib is not installed (pip install 'seq2spec[bench]'): no plots written")
+        return
+    figure, axis = plt.subplots(figsize=(6.5, 4))
+    for method in dict.fromkeys(r.method for r in rows):
+        if method == "greedy":
+            continue
+        points = [(r.batch_size, r.speedup) for r in rows if r.method == method]
+        xs, ys = zip(*points, strict=True)
+        axis.plot(xs, ys, "o-" if len(xs) > 1 else "D", label=method)
+    axis.axhline(1.0, color="grey", linewidth=0.8)
+    axis.set_xscale("log", base=2)
+    axis.set_xlabel("batch size")
+    axis.set_ylabel("speedup over big.generate greedy")
+    axis.set_title("Shipped speller pair")
+    axis.legend(fontsize=7)
+    figure.tight_layout()
+    figure.savefig(f"{stem}_speedup.png", dpi=120)
+
+    figure, axis = plt.subplots(figsize=(6.5, 4))
+    largest = max(r.batch_size for r in rows)
+    for r in rows:
+        if r.batch_size == largest and r.accepted_length_histogram:
+            total = sum(r.accepted_length_histogram)
+            axis.plot(
+                range(len(r.accepted_length_histogram)),
+                [c / total for c in r.accepted_length_histogram],
+                "o-",
+                label=r.method,
+                markersize=3,
+            )
+    axis.set_xlabel("candidates accepted in a round")
+    axis.set_ylabel("share of row-rounds")
+    axis.set_title(f"Accepted lengths, batch size {largest}")
+    axis.legend(fontsize=7)
+    figure.tight_layout()
+    figure.savefig(f"{stem}_accepted_lengths.png", dpi=120)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--data", type=Path, default=DATA, help="TSV with a header and source<TAB>reference rows")
+    parser.add_argument("--batch-sizes", nargs="+", type=int, default=[1, 4, 16, 64])
+    parser.add_argument("--inputs", type=int, default=256, help="sentences per batch size above 1")
+    parser.add_argument("--inputs-batch1", type=int, default=48, help="sentences at batch size 1")
+    parser.add_argument("--max-new-tokens", type=int, default=96)
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--device", default="cpu")
+    parser.add_argument("--dtype", choices=sorted(DTYPES), default="float32")
+    parser.add_argument("--out", type=Path, default=Path(__file__).parent / "results")
+    parser.add_argument("--quick", action="store_true", help="64 sentences (16 at batch size 1), one timed run")
+    args = parser.parse_args()
+    if args.quick:
+        args.inputs, args.inputs_batch1, args.repeats = 64, 16, 1
+    torch.set_num_threads(args.threads)
+    if args.device == "cpu":
+        processor = platform.processor() or platform.machine()
+        machine = f"CPU {processor}, {args.threads} torch threads, torch {torch.__version__}, {args.dtype}"
+    else:
+        machine = f"{torch.cuda.get_device_name(0)}, torch {torch.__version__}, {args.dtype}"
+    rows = bench(args)
+    args.out.mkdir(parents=True, exist_ok=True)
+    device_tag = "cpu" if args.device == "cpu" else "cuda"
+    stem = args.out / f"spelling_{device_tag}{'_quick' if args.quick else ''}"
+    record = {
+        "machine": machine,
+        "args": {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()},
+        "rows": [asdict(r) for r in rows],
+    }
+    Path(f"{stem}.json").write_text(json.dumps(record, indent=2))
+    table = markdown(rows, machine)
+    Path(f"{stem}.md").write_text(table)
+    plot(rows, stem)
+    print()
+    print(table)
+    if not all(r.identical_to_greedy for r in rows):
+        sys.exit("some outputs differ from greedy")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,113 @@
+"""Whisper through Seq2SeqSpeculator: the same tensor as big.generate, short and long form, with a draft whose
+encoder is the big model's."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from seq2spec import Seq2SeqSpeculator
+from seq2spec.toy_models import build_toy_whisper, toy_features, whisper_draft_sharing_encoder
+
+EOS = 256
+
+
+@pytest.fixture(scope="module")
+def whisper_pair():
+    big = build_toy_whisper()
+    return big, whisper_draft_sharing_encoder(big)
+
+
+def assert_same(actual: torch.Tensor, expected: torch.Tensor) -> None:
+    assert actual.shape == expected.shape, (tuple(actual.shape), tuple(expected.shape))
+    assert torch.equal(actual, expected), f"{actual}\n{expected}"
+
+
+def ends(output: torch.Tensor) -> list[int]:
+    return [row.index(EOS) if EOS in row else -1 for row in output.tolist()]
+
+
+@pytest.mark.parametrize("rows", [1, 3, 8])
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        {"language": "fr", "task": "transcribe"},
+        {"language": "de", "task": "translate"},
+        {"language": "en", "return_timestamps": True},
+        {},
+    ],
+    ids=["fr-transcribe", "de-translate", "timestamps", "detect-language"],
+)
+def test_short_form_equals_generate(whisper_pair, rows, kwargs):
+    big, draft = whisper_pair
+    features = toy_features(rows, seed=rows)
+    expected = big.generate(features, max_new_tokens=30, **kwargs)
+    speculator = Seq2SeqSpeculator(big, draft)
+    assert_same(speculator.generate(input_features=features, max_new_tokens=30, **kwargs), expected)
+    stats = speculator.last_stats
+    assert stats.draft_encoder_calls == 0  # the draft reads the big model's encoder output
+    assert stats.accepted_draft_tokens > 0
+
+
+def test_outputs_vary(whisper_pair):
+    """The fixture is no constant model: rows differ and end at different steps."""
+    big, _ = whisper_pair
+    output = big.generate(toy_features(8, seed=8), max_new_tokens=30, language="fr")
+    assert len({tuple(row) for row in output.tolist()}) >= 3
+    assert len(set(ends(output))) >= 2
+
+
+def test_clips_of_different_lengths(whisper_pair):
+    """Padded shorter clips (silence-like features after their end), as the feature extractor produces them."""
+    big, draft = whisper_pair
+    features = toy_features(3, seed=4)
+    for row, frames in enumerate((3000, 1200, 400)):
+        features[row, :, frames:] = -1.5
+    expected = big.generate(features, max_new_tokens=30, language="en")
+    assert_same(
+        Seq2SeqSpeculator(big, draft).generate(input_features=features, max_new_tokens=30, language="en"), expected
+    )
+
+
+def test_encoder_runs_once_per_window_batch(whisper_pair):
+    big, draft = whisper_pair
+    calls = []
+    handle = big.model.encoder.register_forward_hook(lambda *_: calls.append(1))
+    try:
+        speculator = Seq2SeqSpeculator(big, draft)
+        speculator.generate(
+            input_features=toy_features(4, seed=9), max_new_tokens=20, language="en", return_timestamps=False
+        )
+    finally:
+        handle.remove()
+    assert len(calls) == speculator.last_stats.big_encoder_calls
+    assert speculator.last_stats.draft_encoder_calls == 0
+
+
+@pytest.mark.parametrize("rows", [1, 3])
+def test_long_form_equals_generate(whisper_pair, rows):
+    big, draft = whisper_pair
+    frames = [7000, 4500, 6100][:rows]
+    features = toy_features(rows, max(frames), seed=20 + rows)
+    attention_mask = torch.zeros(rows, max(frames), dtype=torch.long)
+    for row, length in enumerate(frames):
+        attention_mask[row, :length] = 1
+        features[row, :, length:] = 0.0
+    kwargs = {"attention_mask": attention_mask, "return_timestamps": True, "language": "en"}
+    expected = big.generate(features, **kwargs)
+    speculator = Seq2SeqSpeculator(big, draft)
+    assert_same(speculator.generate(input_features=features, **kwargs), expected)
+    assert speculator.last_stats.big_encoder_calls >= 2  # several 30-second windows
+
+
+def test_no_draft_and_errors(whisper_pair):
+    big, _ = whisper_pair
+    features = toy_features(2, seed=3)
+    expected = big.generate(features, max_new_tokens=10, language="en")
+    assert_same(Seq2SeqSpeculator(big).generate(input_features=features, max_new_tokens=10, language="en"), expected)
+    with pytest.raises(ValueError, match="float \\[batch, mel bins, frames\\]"):
+        Seq2SeqSpeculator(big).generate(input_features=torch.zeros(2, 80, dtype=torch.long))
+    with pytest.raises(ValueError, match="greedy decoding only"):
+        Seq2SeqSpeculator(big).generate(input_features=features, do_sample=True)
+    with pytest.raises(NotImplementedError, match="scores or token timestamps"):
+        Seq2SeqSpeculator(big).generate(input_features=features, return_token_timestamps=True, language="en")

@@ -179,6 +179,10 @@ def build_parser() -> argparse.ArgumentParser:
     speculation_flags(correct)
     correct.set_defaults(run=run_correct)
 
+    from seq2spec.transcribe_cli import add_parser as add_transcribe
+
+    add_transcribe(commands)
+
     convert = commands.add_parser(
         "convert-ct2",
         help="convert a CTranslate2 (faster-whisper) Whisper directory to a transformers one",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Iterable
+from pathlib import Path
 from typing import Any
 
 import torch
@@ -23,8 +24,11 @@ INPUT_COPY = "input-copy"
 
 def _load_model(model: ModelLike, role: str, **load_kwargs: Any) -> PreTrainedModel:
     if isinstance(model, str):
-        loaded = AutoModelForSeq2SeqLM.from_pretrained(model, **load_kwargs)
-        return loaded.eval()
+        from transformers import AutoConfig, AutoModelForSpeechSeq2Seq
+
+        speech = AutoConfig.from_pretrained(model).model_type == "whisper"
+        loader = AutoModelForSpeechSeq2Seq if speech else AutoModelForSeq2SeqLM
+        return loader.from_pretrained(model, **load_kwargs).eval()
     if not isinstance(model, torch.nn.Module):
         raise TypeError(f"{role} must be a transformers model or a name/path for from_pretrained, got {model!r}")
     return model
@@ -234,6 +238,112 @@ class Seq2SeqSpeculator:
         output = self._generate_batch(input_ids, attention_mask, plan, stats, generator)
         self.last_stats = stats
         return output
+
+    @property
+    def processor(self):
+        """Whisper's processor (feature extractor + tokenizer): passed as ``tokenizer=``, or loaded by name."""
+        from transformers import ProcessorMixin
+
+        if isinstance(self._tokenizer, ProcessorMixin):
+            return self._tokenizer
+        source = self._tokenizer_source or getattr(self.big, "name_or_path", None)
+        if not source:
+            raise ValueError("no processor: pass tokenizer=WhisperProcessor(...) to Seq2SeqSpeculator")
+        from transformers import AutoProcessor
+
+        try:
+            self._tokenizer = AutoProcessor.from_pretrained(source)
+        except Exception as error:  # noqa: BLE001 - re-raised with the fix named
+            raise ValueError(f"could not load a processor from {source!r}; pass tokenizer=WhisperProcessor") from error
+        return self._tokenizer
+
+    def transcribe(
+        self,
+        audio: Any,
+        sampling_rate: int | None = None,
+        language: str | None = None,
+        task: str = "transcribe",
+        return_timestamps: bool = False,
+        batch_size: int = 16,
+        max_new_tokens: int | None = None,
+    ) -> Any:
+        """Transcribe audio with the big Whisper model's greedy output (exactly ``big.generate``'s tokens).
+
+        ``audio``: a file path, a 1-D (or ``[frames, channels]``) array, or a list of them. Arrays need their
+        ``sampling_rate`` (mixed down and resampled to 16 kHz with soxr); files are read with soundfile. Clips are
+        sorted by duration into batches of ``batch_size``; clips longer than 30 s are decoded long-form (Whisper's
+        sequential windows, timestamps on). Returns a string per clip, or with ``return_timestamps`` a dict
+        ``{"text", "segments": [{"start", "end", "text"}]}``; a single input gives a single result.
+        """
+        import numpy as np
+
+        from seq2spec.audio import SAMPLING_RATE, load_audio, to_mono_16k
+
+        if self.big_family.model_type != "whisper":
+            raise TypeError(f"transcribe() needs a Whisper model; the big model is {self.big_family.model_type!r}")
+        if not isinstance(batch_size, int) or isinstance(batch_size, bool) or batch_size < 1:
+            raise ValueError(f"batch_size must be a positive integer, got {batch_size!r}")
+        single = not isinstance(audio, (list, tuple))
+        items = [audio] if single else list(audio)
+        clips = []
+        for index, item in enumerate(items):
+            if isinstance(item, (str, Path)):
+                clips.append(load_audio(item))
+                continue
+            if isinstance(item, torch.Tensor):
+                item = item.detach().cpu().numpy()
+            if not isinstance(item, np.ndarray):
+                raise TypeError(f"audio[{index}] is {type(item).__name__}; expected a path or an array of samples")
+            if sampling_rate is None:
+                raise ValueError("sampling_rate is required when audio is given as arrays")
+            if item.size == 0:
+                raise ValueError(f"audio[{index}] is empty")
+            clips.append(to_mono_16k(item, sampling_rate))
+        processor = self.processor
+        generation_config = self.big.generation_config
+        options: dict[str, Any] = {}
+        if getattr(generation_config, "is_multilingual", False):
+            options.update(language=language, task=task)
+        elif language not in (None, "en", "english", "<|en|>") or task != "transcribe":
+            raise ValueError("this Whisper model is English-only: it takes no language or task")
+        order = sorted(range(len(clips)), key=lambda i: len(clips[i]))
+        results: list[Any] = [None] * len(clips)
+        total = SpeculationStats()
+        for start in range(0, len(order), batch_size):
+            chunk = order[start : start + batch_size]
+            batch = [clips[i] for i in chunk]
+            long_form = max(len(c) for c in batch) > 30 * SAMPLING_RATE
+            extractor_options = (
+                {"truncation": False, "padding": "longest", "return_attention_mask": True} if long_form else {}
+            )
+            features = processor.feature_extractor(
+                batch, sampling_rate=SAMPLING_RATE, return_tensors="pt", **extractor_options
+            )
+            output = self.generate(
+                input_features=features["input_features"],
+                attention_mask=features.get("attention_mask") if long_form else None,
+                max_new_tokens=max_new_tokens,
+                return_timestamps=return_timestamps or long_form,
+                **options,
+            )
+            total.merge(self.last_stats)
+            for index, ids in zip(chunk, output.tolist(), strict=True):
+                text = processor.tokenizer.decode(ids, skip_special_tokens=True).strip()
+                if not return_timestamps:
+                    results[index] = text
+                    continue
+                offsets = processor.tokenizer.decode(ids, output_offsets=True).get("offsets", [])
+                segments = [
+                    {
+                        "start": None if o["timestamp"][0] is None else round(o["timestamp"][0], 2),
+                        "end": None if o["timestamp"][1] is None else round(o["timestamp"][1], 2),
+                        "text": o["text"].strip(),
+                    }
+                    for o in offsets
+                ]
+                results[index] = {"text": text, "segments": segments}
+        self.last_stats = total
+        return results[0] if single else results
 
     def correct(
         self,

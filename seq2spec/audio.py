@@ -1,0 +1,83 @@
+"""Reading audio for transcription: any format soundfile reads, mixed down to mono, resampled to 16 kHz (soxr)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from pathlib import Path
+
+import numpy as np
+
+SAMPLING_RATE = 16_000
+_EXTRA_EXTENSIONS = {".wav", ".flac", ".ogg", ".oga", ".opus", ".mp3", ".aiff", ".aif", ".au", ".caf", ".w64"}
+
+
+class AudioError(ValueError):
+    """An input that cannot be used as audio; the message names the file and the reason."""
+
+
+def audio_extensions() -> set[str]:
+    """File extensions treated as audio: those of every format soundfile reads, plus common aliases."""
+    try:
+        import soundfile
+
+        formats = {f".{name.lower()}" for name in soundfile.available_formats()}
+    except ImportError:
+        formats = set()
+    return formats | _EXTRA_EXTENSIONS
+
+
+def find_audio(inputs: Iterable[str | Path]) -> list[Path]:
+    """Audio files among ``inputs`` (files are taken as given, folders searched recursively), sorted, unique."""
+    extensions = audio_extensions()
+    found: dict[Path, None] = {}
+    for item in inputs:
+        path = Path(item)
+        if path.is_dir():
+            for candidate in sorted(path.rglob("*")):
+                if candidate.is_file() and candidate.suffix.lower() in extensions:
+                    found[candidate] = None
+        elif path.exists():
+            found[path] = None
+        else:
+            raise FileNotFoundError(f"no such file or folder: {path}")
+    return list(found)
+
+
+def to_mono_16k(samples: np.ndarray, sampling_rate: int) -> np.ndarray:
+    """Float32 mono at 16 kHz: channels averaged (``[frames, channels]``), resampled with soxr's high quality."""
+    samples = np.asarray(samples, dtype=np.float32)
+    if samples.ndim == 2:
+        samples = samples.mean(axis=1)
+    elif samples.ndim != 1:
+        raise AudioError(f"audio must be [frames] or [frames, channels], got shape {samples.shape}")
+    if sampling_rate != SAMPLING_RATE:
+        import soxr
+
+        samples = soxr.resample(samples, sampling_rate, SAMPLING_RATE, quality="HQ").astype(np.float32)
+    return samples
+
+
+def load_audio(path: str | Path) -> np.ndarray:
+    """The file's samples as float32 mono 16 kHz; ``AudioError`` naming the file when it is unusable."""
+    import soundfile
+
+    path = Path(path)
+    try:
+        samples, sampling_rate = soundfile.read(str(path), dtype="float32", always_2d=True)
+    except Exception as error:  # noqa: BLE001 - every reader failure becomes a record, not a crash
+        reason = str(error).strip() or type(error).__name__
+        raise AudioError(f"{path}: cannot be read as audio ({reason})") from error
+    if samples.shape[0] == 0:
+        raise AudioError(f"{path}: contains no audio samples")
+    return to_mono_16k(samples, sampling_rate)
+
+
+def duration_seconds(path: str | Path) -> float:
+    """Length from the header (0.0 when unreadable: such files sort first and fail when loaded)."""
+    import soundfile
+
+    try:
+        info = soundfile.info(str(path))
+        return info.frames / info.samplerate if info.samplerate else 0.0
+    except Exception:  # noqa: BLE001
+        return 0.0

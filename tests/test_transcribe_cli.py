@@ -1,0 +1,174 @@
+"""seq2spec transcribe over a folder: good clips at several rates and channel counts, bad files as records, resume."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+import soundfile
+import torch
+from test_whisper_ct2 import write_tokenizer
+from transformers import WhisperFeatureExtractor, WhisperProcessor
+
+from seq2spec import Seq2SeqSpeculator
+from seq2spec.audio import load_audio
+from seq2spec.cli import main
+from seq2spec.toy_models import build_toy_whisper, whisper_draft_sharing_encoder
+from seq2spec.transcribe_cli import completed_files, render
+from seq2spec.whisper_ct2 import load_whisper_tokenizer
+
+
+@pytest.fixture(scope="module")
+def toy_whisper_dirs(tmp_path_factory):
+    root = tmp_path_factory.mktemp("whisper")
+    big = build_toy_whisper()
+    write_tokenizer(root / "tokenizer.json")
+    processor = WhisperProcessor(
+        feature_extractor=WhisperFeatureExtractor(feature_size=80),
+        tokenizer=load_whisper_tokenizer(root / "tokenizer.json", big.config.vocab_size),
+    )
+    big.save_pretrained(root / "big")
+    processor.save_pretrained(root / "big")
+    draft = whisper_draft_sharing_encoder(big)
+    draft.save_pretrained(root / "draft")
+    return root / "big", root / "draft"
+
+
+def tone(seconds: float, rate: int, channels: int, seed: int) -> np.ndarray:
+    """Signals that differ a lot from file to file: loud noise, quiet noise, low or high tones."""
+    rng = np.random.default_rng(seed)
+    t = np.arange(int(seconds * rate)) / rate
+    kind = seed % 4
+    if kind == 0:
+        signal = 0.8 * rng.standard_normal(t.size)
+    elif kind == 1:
+        signal = 0.001 * rng.standard_normal(t.size)
+    else:
+        signal = 0.5 * np.sin(2 * np.pi * (120 if kind == 2 else min(3000, rate / 3)) * t)
+    signal = np.clip(signal, -1, 1)
+    return np.stack([signal * (1 - 0.3 * c) for c in range(channels)], axis=1) if channels > 1 else signal
+
+
+@pytest.fixture()
+def audio_folder(tmp_path):
+    folder = tmp_path / "audio"
+    (folder / "nested").mkdir(parents=True)
+    soundfile.write(folder / "a_8k_mono.wav", tone(1.5, 8000, 1, 1), 8000)
+    soundfile.write(folder / "nested" / "b_16k_stereo.flac", tone(2.5, 16000, 2, 2), 16000)
+    soundfile.write(folder / "c_44k_stereo.wav", tone(1.0, 44100, 2, 3), 44100)
+    soundfile.write(folder / "d_16k_mono.ogg", tone(3.0, 16000, 1, 4), 16000)
+    soundfile.write(folder / "empty.wav", np.zeros((0,), dtype=np.float32), 16000)
+    (folder / "notes.wav").write_text("this is text, not audio\n")
+    good = (folder / "a_8k_mono.wav").read_bytes()
+    (folder / "truncated.wav").write_bytes(good[:30])
+    (folder / "readme.txt").write_text("not an audio extension: ignored\n")
+    return folder
+
+
+GOOD = {"a_8k_mono.wav", "b_16k_stereo.flac", "c_44k_stereo.wav", "d_16k_mono.ogg"}
+BAD = {"empty.wav", "notes.wav", "truncated.wav"}
+
+
+def read_records(path):
+    return {json.loads(line)["file"].split("/")[-1]: json.loads(line) for line in path.read_text().splitlines()}
+
+
+def test_folder_is_transcribed_bad_files_reported_and_rerun_skips(toy_whisper_dirs, audio_folder, tmp_path, capsys):
+    big_dir, draft_dir = toy_whisper_dirs
+    out = tmp_path / "out" / "results.jsonl"
+    args = [
+        "transcribe",
+        str(audio_folder),
+        "--out",
+        str(out),
+        "--model",
+        str(big_dir),
+        "--assistant",
+        str(draft_dir),
+        "--language",
+        "en",
+        "--batch-size",
+        "3",
+    ]
+    assert main(args) == 1  # some files failed
+    records = read_records(out)
+    assert set(records) == GOOD | BAD
+    for name in BAD:
+        assert name in records[name]["error"]
+    assert "no audio samples" in records["empty.wav"]["error"]
+
+    # Same text as the library call on the same decoded audio, file for file.
+    speculator = Seq2SeqSpeculator(str(big_dir), str(draft_dir))
+    for name in GOOD:
+        path = next(audio_folder.rglob(name))
+        assert records[name]["text"] == speculator.transcribe(load_audio(path), sampling_rate=16000, language="en")
+        assert records[name]["duration"] > 0.9
+    assert len({records[name]["text"] for name in GOOD}) >= 2  # different audio, different text
+
+    capsys.readouterr()
+    assert main(args) == 0  # nothing left to do
+    assert "0 to transcribe" in capsys.readouterr().err
+    assert len(out.read_text().splitlines()) == len(GOOD | BAD)
+
+
+def test_a_killed_run_resumes_without_corruption(toy_whisper_dirs, audio_folder, tmp_path):
+    big_dir, _ = toy_whisper_dirs
+    out = tmp_path / "results.jsonl"
+    args = [
+        "transcribe",
+        str(audio_folder / "a_8k_mono.wav"),
+        str(audio_folder / "d_16k_mono.ogg"),
+        "--out",
+        str(out),
+        "--model",
+        str(big_dir),
+        "--language",
+        "en",
+    ]
+    assert main(args) == 0
+    lines = out.read_text().splitlines()
+    out.write_text(lines[0] + "\n" + lines[1][:7])  # the second record was cut mid-write
+    assert completed_files(out) == {json.loads(lines[0])["file"]}
+    assert main(args) == 0
+    assert [json.loads(line) for line in out.read_text().splitlines()] == [json.loads(line) for line in lines]
+
+
+def test_formats_and_timestamps(toy_whisper_dirs, audio_folder, tmp_path):
+    big_dir, _ = toy_whisper_dirs
+    out = tmp_path / "results.jsonl"
+    args = [
+        "transcribe",
+        str(audio_folder / "d_16k_mono.ogg"),
+        "--out",
+        str(out),
+        "--model",
+        str(big_dir),
+        "--language",
+        "en",
+        "--timestamps",
+        "--format",
+        "srt",
+    ]
+    assert main(args) == 0
+    record = json.loads(out.read_text())
+    assert "segments" in record
+    srt = (tmp_path / "results_srt" / "d_16k_mono.ogg.srt").read_text()
+    assert srt.startswith("1\n00:00:")
+    vtt = render({"text": "hi", "duration": 1.5}, "vtt")
+    assert vtt == "WEBVTT\n\n00:00:00.000 --> 00:00:01.500\nhi\n"
+
+
+def test_missing_input_is_an_error(tmp_path, capsys):
+    assert main(["transcribe", str(tmp_path / "nothing"), "--out", str(tmp_path / "o.jsonl")]) == 2
+    assert "no such file or folder" in capsys.readouterr().err
+
+
+def test_transcribe_api_checks(toy_whisper_dirs):
+    speculator = Seq2SeqSpeculator(str(toy_whisper_dirs[0]))
+    with pytest.raises(ValueError, match="sampling_rate is required"):
+        speculator.transcribe(np.zeros(1600, dtype=np.float32))
+    with pytest.raises(ValueError, match="empty"):
+        speculator.transcribe(np.zeros(0, dtype=np.float32), sampling_rate=16000)
+    text = speculator.transcribe(torch.zeros(16000), sampling_rate=16000, language="en")
+    assert isinstance(text, str)

@@ -31,11 +31,16 @@ class Family:
     max_source_length: int | None
     max_target_length: int | None
     encoder_input_name: str = "input_ids"  # Whisper's encoder reads "input_features"
+    # a decoder-only assistant (WhisperForCausalLM, as distil-whisper publishes them): it reads the big model's
+    # encoder output and has no encoder of its own
+    decoder_only: bool = False
 
 
 def family_of(model: PreTrainedModel, role: str = "model") -> Family:
     """Check that ``model`` is an encoder-decoder seq2spec supports, and describe it."""
     config = getattr(model, "config", None)
+    if config is not None and type(model).__name__ == "WhisperForCausalLM":
+        return Family("whisper", True, None, config.max_target_positions, "input_features", decoder_only=True)
     if config is None or not hasattr(model, "get_encoder"):
         raise TypeError(f"{role} must be a transformers encoder-decoder model, got {type(model).__name__}")
     if not getattr(config, "is_encoder_decoder", False):

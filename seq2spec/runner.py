@@ -47,14 +47,23 @@ class DecoderRunner:
             slots = torch.arange(self.cache_length, device=self.device)[None, :] >= self.pad[:, None]
             mask = torch.cat([slots, slots.new_ones(rows, length)], dim=1).long()
         with row_positions(self.model, self.family, self.pad):
-            output = self.model(
-                encoder_outputs=BaseModelOutput(last_hidden_state=self.encoder_hidden_states),
-                attention_mask=self.encoder_attention_mask,
-                decoder_input_ids=tokens,
-                decoder_attention_mask=mask,
-                past_key_values=self.cache,
-                use_cache=True,
-            )
+            if self.family.decoder_only:
+                output = self.model(
+                    input_ids=tokens,
+                    attention_mask=mask,
+                    encoder_outputs=(self.encoder_hidden_states,),
+                    past_key_values=self.cache,
+                    use_cache=True,
+                )
+            else:
+                output = self.model(
+                    encoder_outputs=BaseModelOutput(last_hidden_state=self.encoder_hidden_states),
+                    attention_mask=self.encoder_attention_mask,
+                    decoder_input_ids=tokens,
+                    decoder_attention_mask=mask,
+                    past_key_values=self.cache,
+                    use_cache=True,
+                )
         self.forward_calls += 1
         self.row_forwards += rows
         return output.logits.float()

@@ -175,7 +175,8 @@ class Seq2SeqSpeculator:
             )
             self.small_family = family_of(self.small, "small")
             check_compatible(self.big, self.small)
-            self.shares_encoder = encoders_match(self.big, self.small)
+            # a decoder-only assistant has no encoder: it reads the big model's encoder output
+            self.shares_encoder = self.small_family.decoder_only or encoders_match(self.big, self.small)
         elif self.copy_with_draft:
             raise ValueError("input_copy=True combines copying with a draft model, but no draft model was given")
         for role, model in (("big", self.big), ("small", self.small)):

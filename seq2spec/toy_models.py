@@ -293,3 +293,24 @@ def toy_features(rows: int, frames: int = 3000, *, seed: int = 0) -> torch.Tenso
     generator = torch.Generator().manual_seed(seed)
     shape = 2 * torch.randn(rows, 80, 1, generator=generator)
     return shape + 0.3 * torch.randn(rows, 80, frames, generator=generator)
+
+
+def whisper_causal_assistant(big, decoder_layers: int = 1):
+    """A decoder-only ``WhisperForCausalLM`` draft (distil-whisper's assistant layout) from the big model's first
+    decoder layers; it reads the big model's encoder output."""
+    import copy
+
+    from transformers import WhisperForCausalLM
+
+    config = copy.deepcopy(big.config)
+    config.decoder_layers = decoder_layers
+    assistant = WhisperForCausalLM(config).eval()
+    state = {
+        k: v
+        for k, v in big.model.decoder.state_dict().items()
+        if not k.startswith("layers.") or int(k.split(".")[1]) < decoder_layers
+    }
+    assistant.model.decoder.load_state_dict(state)
+    assistant.proj_out.weight = assistant.model.decoder.embed_tokens.weight
+    assistant.generation_config = copy.deepcopy(big.generation_config)
+    return assistant

@@ -172,3 +172,47 @@ def test_transcribe_api_checks(toy_whisper_dirs):
         speculator.transcribe(np.zeros(0, dtype=np.float32), sampling_rate=16000)
     text = speculator.transcribe(torch.zeros(16000), sampling_rate=16000, language="en")
     assert isinstance(text, str)
+
+
+def test_killed_mid_run_then_resumed(toy_whisper_dirs, tmp_path):
+    """SIGKILL while transcribing: the output stays valid JSONL and a rerun finishes each file exactly once."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+    from pathlib import Path
+
+    folder = tmp_path / "many"
+    folder.mkdir()
+    for index in range(30):
+        soundfile.write(folder / f"clip{index:02d}.wav", tone(2.0 + index % 3, 16000, 1, index), 16000)
+    out = tmp_path / "results.jsonl"
+    args = [
+        "transcribe",
+        str(folder),
+        "--out",
+        str(out),
+        "--model",
+        str(toy_whisper_dirs[0]),
+        "--language",
+        "en",
+        "--batch-size",
+        "1",
+    ]
+    root = Path(__file__).resolve().parents[1]
+    env = dict(os.environ, PYTHONPATH=str(root) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    process = subprocess.Popen(
+        [sys.executable, "-m", "seq2spec.cli", *args], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
+    deadline = time.time() + 120
+    while time.time() < deadline and (not out.exists() or len(out.read_bytes().splitlines()) < 3):
+        time.sleep(0.02)
+    process.send_signal(signal.SIGKILL)
+    process.wait()
+    assert process.returncode == -signal.SIGKILL
+    written = completed_files(out)
+    assert 3 <= len(written) < 30  # killed part-way
+    assert main(args) == 0
+    records = [json.loads(line) for line in out.read_text().splitlines()]
+    assert sorted(r["file"] for r in records) == sorted(str(p) for p in folder.glob("*.wav"))

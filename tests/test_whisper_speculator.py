@@ -111,3 +111,18 @@ def test_no_draft_and_errors(whisper_pair):
         Seq2SeqSpeculator(big).generate(input_features=features, do_sample=True)
     with pytest.raises(NotImplementedError, match="scores or token timestamps"):
         Seq2SeqSpeculator(big).generate(input_features=features, return_token_timestamps=True, language="en")
+
+
+def test_decoder_only_assistant(whisper_pair):
+    """A WhisperForCausalLM draft (distil-whisper's assistant layout) reads the big model's encoder output."""
+    from seq2spec.toy_models import whisper_causal_assistant
+
+    big, _ = whisper_pair
+    assistant = whisper_causal_assistant(big)
+    features = toy_features(3, seed=31)
+    for kwargs in ({"language": "fr"}, {"language": "en", "return_timestamps": True}):
+        expected = big.generate(features, max_new_tokens=30, **kwargs)
+        speculator = Seq2SeqSpeculator(big, assistant)
+        assert_same(speculator.generate(input_features=features, max_new_tokens=30, **kwargs), expected)
+        assert speculator.shares_encoder and speculator.last_stats.draft_encoder_calls == 0
+        assert speculator.last_stats.accepted_draft_tokens > 0

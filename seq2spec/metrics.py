@@ -1,0 +1,140 @@
+"""Quality figures for the evaluation recipes: WER/CER (jiwer), word-level correction precision/recall/F1, and
+Whisper-style text normalisation.
+
+Rates are corpus-level: all errors over all reference units. jiwer refuses empty references; here an empty
+reference contributes its hypothesis's words (or characters) as insertions and no reference units, and a corpus with
+no reference units at all scores 0.0 when nothing was inserted and 1.0 otherwise.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+
+
+@dataclass
+class ErrorCounts:
+    substitutions: int = 0
+    deletions: int = 0
+    insertions: int = 0
+    reference_length: int = 0
+
+    @property
+    def errors(self) -> int:
+        return self.substitutions + self.deletions + self.insertions
+
+    @property
+    def rate(self) -> float:
+        if self.reference_length:
+            return self.errors / self.reference_length
+        return 0.0 if self.errors == 0 else 1.0
+
+    def as_dict(self) -> dict:
+        return {**asdict(self), "errors": self.errors, "rate": self.rate}
+
+
+def _check_pairs(references: Sequence[str], hypotheses: Sequence[str]) -> None:
+    if len(references) != len(hypotheses):
+        raise ValueError(f"{len(references)} references but {len(hypotheses)} hypotheses")
+
+
+def error_counts(references: Sequence[str], hypotheses: Sequence[str], unit: str = "word") -> ErrorCounts:
+    """Substitutions, deletions and insertions of ``hypotheses`` against ``references`` (``unit``: word or char)."""
+    import jiwer
+
+    _check_pairs(references, hypotheses)
+    if unit not in ("word", "char"):
+        raise ValueError(f"unit must be 'word' or 'char', got {unit!r}")
+    counts = ErrorCounts()
+    scored_refs, scored_hyps = [], []
+    for reference, hypothesis in zip(references, hypotheses, strict=True):
+        if reference.strip():
+            scored_refs.append(reference)
+            scored_hyps.append(hypothesis)
+        else:  # jiwer cannot score an empty reference: everything hypothesised is inserted
+            counts.insertions += len(hypothesis.split()) if unit == "word" else len(hypothesis.strip())
+    if scored_refs:
+        process = jiwer.process_words if unit == "word" else jiwer.process_characters
+        result = process(scored_refs, scored_hyps)
+        counts.substitutions += result.substitutions
+        counts.deletions += result.deletions
+        counts.insertions += result.insertions
+        counts.reference_length += result.hits + result.substitutions + result.deletions
+    return counts
+
+
+def wer(references: Sequence[str], hypotheses: Sequence[str]) -> float:
+    return error_counts(references, hypotheses, "word").rate
+
+
+def cer(references: Sequence[str], hypotheses: Sequence[str]) -> float:
+    return error_counts(references, hypotheses, "char").rate
+
+
+# ----------------------------------------------------------------------------- corrections
+
+
+@dataclass
+class CorrectionCounts:
+    """Word-level edits (M2-style): a *needed* edit turns source words into reference words; a *made* edit turns
+    source words into output words. ``correct``: made and needed (the right fix); ``wrong``: made but not needed
+    (a correct word changed, or a wrong word changed into another wrong one); ``missed``: needed but not made
+    (left wrong)."""
+
+    correct: int = 0
+    wrong: int = 0
+    missed: int = 0
+
+    @property
+    def precision(self) -> float:
+        made = self.correct + self.wrong
+        return self.correct / made if made else 1.0
+
+    @property
+    def recall(self) -> float:
+        needed = self.correct + self.missed
+        return self.correct / needed if needed else 1.0
+
+    @property
+    def f1(self) -> float:
+        p, r = self.precision, self.recall
+        return 2 * p * r / (p + r) if p + r else 0.0
+
+    def as_dict(self) -> dict:
+        return {**asdict(self), "precision": self.precision, "recall": self.recall, "f1": self.f1}
+
+
+def word_edits(source: str, target: str) -> set[tuple[int, int, tuple[str, ...]]]:
+    """The edits turning ``source`` into ``target`` as (start, end, replacement words) over source word indices."""
+    a, b = source.split(), target.split()
+    matcher = difflib.SequenceMatcher(a=a, b=b, autojunk=False)
+    return {(i1, i2, tuple(b[j1:j2])) for tag, i1, i2, j1, j2 in matcher.get_opcodes() if tag != "equal"}
+
+
+def correction_counts(sources: Sequence[str], references: Sequence[str], outputs: Sequence[str]) -> CorrectionCounts:
+    if not len(sources) == len(references) == len(outputs):
+        raise ValueError(f"{len(sources)} sources, {len(references)} references, {len(outputs)} outputs")
+    counts = CorrectionCounts()
+    for source, reference, output in zip(sources, references, outputs, strict=True):
+        needed, made = word_edits(source, reference), word_edits(source, output)
+        counts.correct += len(needed & made)
+        counts.wrong += len(made - needed)
+        counts.missed += len(needed - made)
+    return counts
+
+
+# ----------------------------------------------------------------------------- normalisation
+
+
+def text_normalizer(language: str | None):
+    """Whisper's English normaliser for English (``None`` counts as English), its basic one otherwise."""
+    from transformers.models.whisper.english_normalizer import BasicTextNormalizer, EnglishTextNormalizer
+
+    english = language is None or language.lower() in ("en", "english", "<|en|>")
+    normalise = EnglishTextNormalizer({}) if english else BasicTextNormalizer()
+
+    def normalised(text: str) -> str:
+        return " ".join(normalise(text).split())
+
+    return normalised

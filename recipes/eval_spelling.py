@@ -1,0 +1,200 @@
+"""Spelling/grammar correction: quality and speed of speculative decoding against plain greedy, on your data.
+
+Input: a TSV, CSV or JSON Lines file of (source, reference) pairs (``--source-column``/``--reference-column``,
+default ``source``/``reference``), read with ``datasets.load_dataset`` from the local file. Both decodings run
+on the same batches; the recipe reports, for each: CER and WER of the source and of the corrections against the
+reference, word-level precision/recall/F1 of the corrections, wall time, and for seq2spec the speedup, acceptance
+rate and tokens per big-model forward, plus the share of outputs identical between the two (it must be 100%: if
+any differ, they are listed and the recipe exits with status 1).
+
+Writes ``<out>/<name>.json``, ``<name>.md`` and ``<name>.png``. With no arguments it runs the shipped speller pair
+on the shipped held-out sample (``recipes/data/spelling_heldout.tsv``).
+
+    python recipes/eval_spelling.py
+    python recipes/eval_spelling.py my_pairs.jsonl --model org/big --draft org/small --prefix "grammar: "
+    python recipes/eval_spelling.py --draft input-copy --limit 200
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+import torch
+
+from seq2spec import Seq2SeqSpeculator
+from seq2spec.metrics import correction_counts, error_counts
+
+DEFAULT_DATA = Path(__file__).resolve().parent / "data" / "spelling_heldout.tsv"
+
+
+def load_pairs(path: Path, source_column: str, reference_column: str, limit: int | None) -> tuple[list, list]:
+    from datasets import load_dataset
+
+    suffix = path.suffix.lower()
+    if suffix in (".jsonl", ".json"):
+        dataset = load_dataset("json", data_files=str(path), split="train")
+    elif suffix in (".tsv", ".csv"):
+        delimiter = "\t" if suffix == ".tsv" else ","
+        dataset = load_dataset("csv", data_files=str(path), delimiter=delimiter, split="train", keep_default_na=False)
+    else:
+        raise SystemExit(f"{path}: expected a .tsv, .csv, .json or .jsonl file")
+    for column in (source_column, reference_column):
+        if column not in dataset.column_names:
+            raise SystemExit(f"{path}: no column {column!r} (columns: {dataset.column_names})")
+    if limit:
+        dataset = dataset.select(range(min(limit, len(dataset))))
+    sources = ["" if s is None else str(s) for s in dataset[source_column]]
+    references = ["" if r is None else str(r) for r in dataset[reference_column]]
+    return sources, references
+
+
+def decode_greedy(speculator: Seq2SeqSpeculator, texts: list[str], batch_size: int, prefix: str | None) -> list[str]:
+    """Plain ``big.generate(do_sample=False)`` over the same length-sorted batches ``correct`` uses."""
+    tokenizer, big = speculator.tokenizer, speculator.big
+    sources = [prefix + t if prefix else t for t in texts]
+    encoded = [tokenizer(s)["input_ids"] for s in sources]
+    order = sorted(range(len(texts)), key=lambda i: len(encoded[i]))
+    results = [""] * len(texts)
+    for start in range(0, len(order), batch_size):
+        chunk = order[start : start + batch_size]
+        batch = tokenizer.pad({"input_ids": [encoded[i] for i in chunk]}, return_tensors="pt").to(big.device)
+        with torch.inference_mode():
+            output = big.generate(**batch, do_sample=False)
+        for index, text in zip(chunk, tokenizer.batch_decode(output, skip_special_tokens=True), strict=True):
+            results[index] = text
+    return results
+
+
+def quality(sources: list[str], references: list[str], outputs: list[str]) -> dict:
+    return {
+        "cer": error_counts(references, outputs, "char").rate,
+        "wer": error_counts(references, outputs, "word").rate,
+        "corrections": correction_counts(sources, references, outputs).as_dict(),
+    }
+
+
+def markdown(report: dict) -> str:
+    g, s = report["greedy"], report["speculative"]
+    lines = [
+        f"{report['pairs']} pairs from `{report['data']}`; model `{report['model']}`, draft `{report['draft']}`, "
+        f"batch size {report['batch_size']}",
+        "",
+        "| | source (uncorrected) | greedy | seq2spec |",
+        "|---|---:|---:|---:|",
+        f"| CER | {report['source']['cer']:.4f} | {g['cer']:.4f} | {s['cer']:.4f} |",
+        f"| WER | {report['source']['wer']:.4f} | {g['wer']:.4f} | {s['wer']:.4f} |",
+        f"| correction precision | | {g['corrections']['precision']:.3f} | {s['corrections']['precision']:.3f} |",
+        f"| correction recall | | {g['corrections']['recall']:.3f} | {s['corrections']['recall']:.3f} |",
+        f"| correction F1 | | {g['corrections']['f1']:.3f} | {s['corrections']['f1']:.3f} |",
+        f"| wall time, s | | {g['seconds']:.2f} | {s['seconds']:.2f} |",
+        f"| speedup over greedy | | 1.00 | {report['speedup']:.2f} |",
+        f"| acceptance rate | | | {s['acceptance_rate']:.3f} |",
+        f"| tokens per big forward | | 1.00 | {s['tokens_per_big_forward']:.2f} |",
+        f"| outputs identical to greedy | | | {report['identical_share']:.1%} |",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def plot(report: dict, path: Path) -> None:
+    try:
+        import matplotlib
+    except ImportError:
+        print("matplotlib is not installed (pip install 'seq2spec[bench]'): no chart written", file=sys.stderr)
+        return
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    figure, (left, right) = plt.subplots(1, 2, figsize=(8, 3.4))
+    names = ["source", "greedy", "seq2spec"]
+    cers = [report["source"]["cer"], report["greedy"]["cer"], report["speculative"]["cer"]]
+    left.bar(names, cers, color=["grey", "tab:blue", "tab:orange"])
+    left.set_title("CER against the reference")
+    seconds = [report["greedy"]["seconds"], report["speculative"]["seconds"]]
+    right.bar(["greedy", "seq2spec"], seconds, color=["tab:blue", "tab:orange"])
+    right.set_title(f"wall time, s (x{report['speedup']:.2f})")
+    figure.suptitle(f"{report['pairs']} pairs, identical outputs: {report['identical_share']:.0%}", fontsize=9)
+    figure.tight_layout()
+    figure.savefig(path, dpi=110)
+    plt.close(figure)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("data", nargs="?", type=Path, default=DEFAULT_DATA)
+    parser.add_argument("--source-column", default="source")
+    parser.add_argument("--reference-column", default="reference")
+    parser.add_argument("--model", help="big model name or path (default: the shipped speller)")
+    parser.add_argument("--draft", help="draft model, 'input-copy', or 'none' (default: the shipped draft)")
+    parser.add_argument("--batch-size", type=int, default=32)
+    parser.add_argument("--limit", type=int, help="first N pairs only")
+    parser.add_argument("--prefix", help="text put before every source, e.g. 'grammar: '")
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--out", type=Path, default=Path("eval_results"))
+    parser.add_argument("--name", default="spelling")
+    args = parser.parse_args(argv)
+    torch.set_num_threads(args.threads)
+
+    sources, references = load_pairs(args.data, args.source_column, args.reference_column, args.limit)
+    draft = None if args.draft in (None, "none") else args.draft
+    if args.model is None and args.draft == "none":
+        from seq2spec.default_models import load_speller
+
+        big, _, tokenizer = load_speller()
+        speculator = Seq2SeqSpeculator(big, None, tokenizer)
+    else:
+        speculator = Seq2SeqSpeculator(args.model, draft)
+    speculator.correct(sources[: min(4, len(sources))], batch_size=args.batch_size, prefix=args.prefix)  # warm-up
+
+    print(f"greedy decoding of {len(sources)} sources ...", file=sys.stderr)
+    started = time.perf_counter()
+    greedy = decode_greedy(speculator, sources, args.batch_size, args.prefix)
+    greedy_seconds = time.perf_counter() - started
+    print("seq2spec decoding ...", file=sys.stderr)
+    started = time.perf_counter()
+    speculative = speculator.correct(sources, batch_size=args.batch_size, prefix=args.prefix)
+    speculative_seconds = time.perf_counter() - started
+    stats = speculator.last_stats
+
+    differing = [i for i, (a, b) in enumerate(zip(greedy, speculative, strict=True)) if a != b]
+    report = {
+        "data": str(args.data),
+        "pairs": len(sources),
+        "model": args.model or "shipped speller",
+        "draft": args.draft or ("shipped draft" if args.model is None else "none"),
+        "batch_size": args.batch_size,
+        "source": {
+            "cer": error_counts(references, sources, "char").rate,
+            "wer": error_counts(references, sources).rate,
+        },
+        "greedy": {**quality(sources, references, greedy), "seconds": greedy_seconds},
+        "speculative": {
+            **quality(sources, references, speculative),
+            "seconds": speculative_seconds,
+            "acceptance_rate": stats.acceptance_rate,
+            "tokens_per_big_forward": stats.tokens_per_big_forward,
+        },
+        "speedup": greedy_seconds / speculative_seconds if speculative_seconds else 0.0,
+        "identical_share": 1 - len(differing) / max(1, len(sources)),
+        "differing": [{"index": i, "greedy": greedy[i], "seq2spec": speculative[i]} for i in differing],
+    }
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / f"{args.name}.json").write_text(json.dumps(report, indent=2, ensure_ascii=False))
+    table = markdown(report)
+    (args.out / f"{args.name}.md").write_text(table)
+    plot(report, args.out / f"{args.name}.png")
+    print(table)
+    print(f"written: {args.out / args.name}.json, .md, .png", file=sys.stderr)
+    if differing:
+        for item in report["differing"][:10]:
+            print(f"DIFFERS at {item['index']}: greedy {item['greedy']!r} vs seq2spec {item['seq2spec']!r}")
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -278,7 +278,7 @@ class Seq2SeqSpeculator:
         """
         import numpy as np
 
-        from seq2spec.audio import SAMPLING_RATE, load_audio, to_mono_16k
+        from seq2spec.audio import load_audio, to_mono_16k
 
         if self.big_family.model_type != "whisper":
             raise TypeError(f"transcribe() needs a Whisper model; the big model is {self.big_family.model_type!r}")
@@ -300,49 +300,26 @@ class Seq2SeqSpeculator:
             if item.size == 0:
                 raise ValueError(f"audio[{index}] is empty")
             clips.append(to_mono_16k(item, sampling_rate))
-        processor = self.processor
-        generation_config = self.big.generation_config
-        options: dict[str, Any] = {}
-        if getattr(generation_config, "is_multilingual", False):
-            options.update(language=language, task=task)
-        elif language not in (None, "en", "english", "<|en|>") or task != "transcribe":
-            raise ValueError("this Whisper model is English-only: it takes no language or task")
-        order = sorted(range(len(clips)), key=lambda i: len(clips[i]))
-        results: list[Any] = [None] * len(clips)
+        from seq2spec.transcription import transcribe_clips
+
         total = SpeculationStats()
-        for start in range(0, len(order), batch_size):
-            chunk = order[start : start + batch_size]
-            batch = [clips[i] for i in chunk]
-            long_form = max(len(c) for c in batch) > 30 * SAMPLING_RATE
-            extractor_options = (
-                {"truncation": False, "padding": "longest", "return_attention_mask": True} if long_form else {}
-            )
-            features = processor.feature_extractor(
-                batch, sampling_rate=SAMPLING_RATE, return_tensors="pt", **extractor_options
-            )
-            output = self.generate(
-                input_features=features["input_features"],
-                attention_mask=features.get("attention_mask") if long_form else None,
-                max_new_tokens=max_new_tokens,
-                return_timestamps=return_timestamps or long_form,
-                **options,
-            )
+
+        def generate(input_features, attention_mask, **kwargs):
+            output = self.generate(input_features=input_features, attention_mask=attention_mask, **kwargs)
             total.merge(self.last_stats)
-            for index, ids in zip(chunk, output.tolist(), strict=True):
-                text = processor.tokenizer.decode(ids, skip_special_tokens=True).strip()
-                if not return_timestamps:
-                    results[index] = text
-                    continue
-                offsets = processor.tokenizer.decode(ids, output_offsets=True).get("offsets", [])
-                segments = [
-                    {
-                        "start": None if o["timestamp"][0] is None else round(o["timestamp"][0], 2),
-                        "end": None if o["timestamp"][1] is None else round(o["timestamp"][1], 2),
-                        "text": o["text"].strip(),
-                    }
-                    for o in offsets
-                ]
-                results[index] = {"text": text, "segments": segments}
+            return output
+
+        results = transcribe_clips(
+            clips,
+            self.processor,
+            generate,
+            multilingual=bool(getattr(self.big.generation_config, "is_multilingual", False)),
+            language=language,
+            task=task,
+            return_timestamps=return_timestamps,
+            batch_size=batch_size,
+            max_new_tokens=max_new_tokens,
+        )
         self.last_stats = total
         return results[0] if single else results
 

@@ -1,0 +1,81 @@
+"""Whisper transcription of in-memory clips: batching by duration, feature extraction, decoding of the text.
+
+Shared by ``Seq2SeqSpeculator.transcribe`` and the evaluation recipe, which passes ``big.generate`` instead of the
+speculator so that both decodings see the same batches and features.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import torch
+
+from seq2spec.audio import SAMPLING_RATE
+
+# generate(input_features, attention_mask or None, **whisper generate arguments) -> token ids
+GenerateFn = Callable[..., torch.Tensor]
+WINDOW_SAMPLES = 30 * SAMPLING_RATE
+
+
+def transcribe_clips(
+    clips: list[np.ndarray],
+    processor,
+    generate: GenerateFn,
+    *,
+    multilingual: bool,
+    language: str | None = None,
+    task: str = "transcribe",
+    return_timestamps: bool = False,
+    batch_size: int = 16,
+    max_new_tokens: int | None = None,
+) -> list[Any]:
+    """Text per clip (16 kHz mono float32), or ``{"text", "segments"}`` with ``return_timestamps``, in input order.
+
+    Clips are sorted by length into batches; a batch holding a clip longer than 30 s is decoded long-form
+    (unpadded features with an attention mask, timestamps on, as Whisper's long-form generation requires).
+    """
+    options: dict[str, Any] = {}
+    if multilingual:
+        options.update(language=language, task=task)
+    elif language not in (None, "en", "english", "<|en|>") or task != "transcribe":
+        raise ValueError("this Whisper model is English-only: it takes no language or task")
+    order = sorted(range(len(clips)), key=lambda i: len(clips[i]))
+    results: list[Any] = [None] * len(clips)
+    for start in range(0, len(order), batch_size):
+        chunk = order[start : start + batch_size]
+        batch = [clips[i] for i in chunk]
+        long_form = max(len(c) for c in batch) > WINDOW_SAMPLES
+        extractor_options = (
+            {"truncation": False, "padding": "longest", "return_attention_mask": True} if long_form else {}
+        )
+        features = processor.feature_extractor(
+            batch, sampling_rate=SAMPLING_RATE, return_tensors="pt", **extractor_options
+        )
+        output = generate(
+            features["input_features"],
+            features.get("attention_mask") if long_form else None,
+            max_new_tokens=max_new_tokens,
+            return_timestamps=return_timestamps or long_form,
+            **options,
+        )
+        for index, ids in zip(chunk, output.tolist(), strict=True):
+            results[index] = decode(processor.tokenizer, ids, return_timestamps)
+    return results
+
+
+def decode(tokenizer, ids: list[int], return_timestamps: bool) -> Any:
+    text = tokenizer.decode(ids, skip_special_tokens=True).strip()
+    if not return_timestamps:
+        return text
+    offsets = tokenizer.decode(ids, output_offsets=True).get("offsets", [])
+    segments = [
+        {
+            "start": None if o["timestamp"][0] is None else round(o["timestamp"][0], 2),
+            "end": None if o["timestamp"][1] is None else round(o["timestamp"][1], 2),
+            "text": o["text"].strip(),
+        }
+        for o in offsets
+    ]
+    return {"text": text, "segments": segments}

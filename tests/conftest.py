@@ -44,3 +44,26 @@ def toy_byte_models():
     big = build_toy_model("t5-v1_1", seed=7, vocab_size=len(tokenizer))
     small = build_toy_model("t5-v1_1", seed=8, vocab_size=len(tokenizer), d_model=32, layers=1)
     return big, small, tokenizer
+
+
+@pytest.fixture(scope="session")
+def toy_whisper_dirs(tmp_path_factory):
+    """A small random Whisper saved with a processor, and a draft sharing its encoder: (big dir, draft dir)."""
+    from test_whisper_ct2 import write_tokenizer
+    from transformers import WhisperFeatureExtractor, WhisperProcessor
+
+    from seq2spec.toy_models import build_toy_whisper, whisper_draft_sharing_encoder
+    from seq2spec.whisper_ct2 import load_whisper_tokenizer
+
+    root = tmp_path_factory.mktemp("whisper")
+    big = build_toy_whisper()
+    write_tokenizer(root / "tokenizer.json")
+    processor = WhisperProcessor(
+        feature_extractor=WhisperFeatureExtractor(feature_size=80),
+        tokenizer=load_whisper_tokenizer(root / "tokenizer.json", big.config.vocab_size),
+    )
+    big.save_pretrained(root / "big")
+    processor.save_pretrained(root / "big")
+    draft = whisper_draft_sharing_encoder(big)
+    draft.save_pretrained(root / "draft")
+    return root / "big", root / "draft"

@@ -8,31 +8,11 @@ import numpy as np
 import pytest
 import soundfile
 import torch
-from test_whisper_ct2 import write_tokenizer
-from transformers import WhisperFeatureExtractor, WhisperProcessor
 
 from seq2spec import Seq2SeqSpeculator
 from seq2spec.audio import load_audio
 from seq2spec.cli import main
-from seq2spec.toy_models import build_toy_whisper, whisper_draft_sharing_encoder
 from seq2spec.transcribe_cli import completed_files, render
-from seq2spec.whisper_ct2 import load_whisper_tokenizer
-
-
-@pytest.fixture(scope="module")
-def toy_whisper_dirs(tmp_path_factory):
-    root = tmp_path_factory.mktemp("whisper")
-    big = build_toy_whisper()
-    write_tokenizer(root / "tokenizer.json")
-    processor = WhisperProcessor(
-        feature_extractor=WhisperFeatureExtractor(feature_size=80),
-        tokenizer=load_whisper_tokenizer(root / "tokenizer.json", big.config.vocab_size),
-    )
-    big.save_pretrained(root / "big")
-    processor.save_pretrained(root / "big")
-    draft = whisper_draft_sharing_encoder(big)
-    draft.save_pretrained(root / "draft")
-    return root / "big", root / "draft"
 
 
 def tone(seconds: float, rate: int, channels: int, seed: int) -> np.ndarray:

@@ -33,6 +33,9 @@ import torch
 from seq2spec import Seq2SeqSpeculator, SpeculationStats
 from seq2spec.default_models import load_speller
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_core import DecoderCallCounter  # noqa: E402
+
 DATA = Path(__file__).resolve().parents[1] / "recipes" / "data" / "spelling_heldout.tsv"
 DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
 
@@ -51,17 +54,6 @@ class Row:
     peak_memory_mb: float | None
     identical_to_greedy: bool
     accepted_length_histogram: list[int] = field(default_factory=list)
-
-
-class DecoderCallCounter:
-    """Counts big-model decoder calls, whoever makes them."""
-
-    def __init__(self, model: torch.nn.Module) -> None:
-        self.calls = 0
-        model.get_decoder().register_forward_hook(self._count)
-
-    def _count(self, *_args) -> None:
-        self.calls += 1
 
 
 def read_sources(path: Path, limit: int | None) -> list[str]:

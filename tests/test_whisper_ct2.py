@@ -9,24 +9,13 @@ import numpy as np
 import pytest
 import torch
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers
-from transformers import WhisperConfig, WhisperForConditionalGeneration
+from transformers import WhisperForConditionalGeneration
 
 from seq2spec.cli import main
+from seq2spec.toy_models import WHISPER_TOY_SPECIALS, build_toy_whisper
 from seq2spec.whisper_ct2 import Ct2FormatError, convert_ct2_whisper, read_ct2_model, write_ct2_model
 
-SPECIALS = [
-    "<|endoftext|>",
-    "<|startoftranscript|>",
-    "<|en|>",
-    "<|fr|>",
-    "<|de|>",
-    "<|translate|>",
-    "<|transcribe|>",
-    "<|startoflm|>",
-    "<|startofprev|>",
-    "<|nocaptions|>",
-    "<|notimestamps|>",
-]
+SPECIALS = list(WHISPER_TOY_SPECIALS)
 TIMESTAMPS = 1501
 BYTES = 256
 
@@ -43,34 +32,7 @@ def write_tokenizer(path: Path) -> None:
 
 
 def random_whisper(seed: int = 0) -> WhisperForConditionalGeneration:
-    torch.manual_seed(seed)
-    config = WhisperConfig(
-        vocab_size=BYTES + len(SPECIALS) + TIMESTAMPS,
-        num_mel_bins=80,
-        d_model=64,
-        encoder_layers=2,
-        decoder_layers=2,
-        encoder_attention_heads=4,
-        decoder_attention_heads=4,
-        encoder_ffn_dim=128,
-        decoder_ffn_dim=128,
-        max_target_positions=64,
-        pad_token_id=BYTES,
-        bos_token_id=BYTES,
-        eos_token_id=BYTES,
-        decoder_start_token_id=BYTES + 1,
-    )
-    model = WhisperForConditionalGeneration(config).eval()
-    with torch.no_grad():  # rescaled so that greedy outputs depend on the audio and on the step
-        for name, parameter in model.named_parameters():
-            if parameter.dim() == 2 and "embed" not in name:
-                parameter.mul_(3.0)
-            if "encoder_attn.v_proj" in name or "encoder_attn.out_proj" in name:
-                parameter.mul_(4.0)
-        model.model.decoder.embed_tokens.weight.normal_(0, 1.0)
-        model.model.decoder.embed_positions.weight.normal_(0, 3.0)
-        model.model.encoder.embed_positions.weight.normal_(0, 0.5)
-    return model
+    return build_toy_whisper(seed)
 
 
 def ct2_variables(model: WhisperForConditionalGeneration, dtype=np.float32) -> dict[str, np.ndarray]:

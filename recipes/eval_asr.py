@@ -151,12 +151,12 @@ def main(argv: list[str] | None = None) -> int:
     transcribe_clips(clips[:1], processor, greedy_generate, **options)  # warm-up
     print(f"greedy decoding of {len(clips)} files ...", file=sys.stderr)
     started = time.perf_counter()
-    greedy = transcribe_clips(clips, processor, greedy_generate, **options)
+    greedy = transcribe_clips(clips, processor, greedy_generate, progress=True, **options)
     greedy_seconds = time.perf_counter() - started
     print("seq2spec decoding ...", file=sys.stderr)
     started = time.perf_counter()
     speculative = speculator.transcribe(
-        clips, sampling_rate=SAMPLING_RATE, language=language, batch_size=args.batch_size
+        clips, sampling_rate=SAMPLING_RATE, language=language, batch_size=args.batch_size, progress=True
     )
     speculative_seconds = time.perf_counter() - started
     stats = speculator.last_stats

@@ -24,6 +24,7 @@ import time
 from pathlib import Path
 
 import torch
+from tqdm import tqdm
 
 from seq2spec import Seq2SeqSpeculator
 from seq2spec.metrics import correction_counts, error_counts
@@ -59,7 +60,7 @@ def decode_greedy(speculator: Seq2SeqSpeculator, texts: list[str], batch_size: i
     encoded = [tokenizer(s)["input_ids"] for s in sources]
     order = sorted(range(len(texts)), key=lambda i: len(encoded[i]))
     results = [""] * len(texts)
-    for start in range(0, len(order), batch_size):
+    for start in tqdm(range(0, len(order), batch_size), desc="greedy batches", unit="batch", file=sys.stderr):
         chunk = order[start : start + batch_size]
         batch = tokenizer.pad({"input_ids": [encoded[i] for i in chunk]}, return_tensors="pt").to(big.device)
         with torch.inference_mode():
@@ -156,7 +157,7 @@ def main(argv: list[str] | None = None) -> int:
     greedy_seconds = time.perf_counter() - started
     print("seq2spec decoding ...", file=sys.stderr)
     started = time.perf_counter()
-    speculative = speculator.correct(sources, batch_size=args.batch_size, prefix=args.prefix)
+    speculative = speculator.correct(sources, batch_size=args.batch_size, prefix=args.prefix, progress=True)
     speculative_seconds = time.perf_counter() - started
     stats = speculator.last_stats
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 import warnings
 from collections.abc import Iterable
 from pathlib import Path
@@ -267,6 +268,7 @@ class Seq2SeqSpeculator:
         return_timestamps: bool = False,
         batch_size: int = 16,
         max_new_tokens: int | None = None,
+        progress: bool = False,
     ) -> Any:
         """Transcribe audio with the big Whisper model's greedy output (exactly ``big.generate``'s tokens).
 
@@ -319,6 +321,7 @@ class Seq2SeqSpeculator:
             return_timestamps=return_timestamps,
             batch_size=batch_size,
             max_new_tokens=max_new_tokens,
+            progress=progress,
         )
         self.last_stats = total
         return results[0] if single else results
@@ -331,12 +334,14 @@ class Seq2SeqSpeculator:
         prefix: str | None = None,
         *,
         truncate: bool = False,
+        progress: bool = False,
         **generation_kwargs: Any,
     ) -> list[str]:
         """Decode each text with the big model's greedy output, in the caller's order.
 
         Inputs are sorted by token length into batches of ``batch_size``. A text longer than the model accepts
         raises ``ValueError`` unless ``truncate=True``, which keeps its first tokens (the limit, end token included).
+        ``progress=True`` shows a progress bar over the batches.
         """
         texts = self._check_texts(texts)
         if not isinstance(batch_size, int) or isinstance(batch_size, bool) or batch_size < 1:
@@ -352,7 +357,12 @@ class Seq2SeqSpeculator:
         encoded = self._encode_within_limit(tokenizer, sources, truncate)
         order = sorted(range(len(texts)), key=lambda index: len(encoded[index]))
         results: list[str] = [""] * len(texts)
-        for start in range(0, len(order), batch_size):
+        starts = range(0, len(order), batch_size)
+        if progress:
+            from tqdm import tqdm
+
+            starts = tqdm(starts, desc="seq2spec batches", unit="batch", file=sys.stderr)
+        for start in starts:
             chunk = order[start : start + batch_size]
             batch = tokenizer.pad({"input_ids": [encoded[i] for i in chunk]}, return_tensors="pt")
             outputs = self.generate(

@@ -30,6 +30,7 @@ def transcribe_clips(
     return_timestamps: bool = False,
     batch_size: int = 16,
     max_new_tokens: int | None = None,
+    progress: bool = False,
 ) -> list[Any]:
     """Text per clip (16 kHz mono float32), or ``{"text", "segments"}`` with ``return_timestamps``, in input order.
 
@@ -43,7 +44,14 @@ def transcribe_clips(
         raise ValueError("this Whisper model is English-only: it takes no language or task")
     order = sorted(range(len(clips)), key=lambda i: len(clips[i]))
     results: list[Any] = [None] * len(clips)
-    for start in range(0, len(order), batch_size):
+    starts = range(0, len(order), batch_size)
+    if progress:
+        import sys
+
+        from tqdm import tqdm
+
+        starts = tqdm(starts, desc="batches", unit="batch", file=sys.stderr)
+    for start in starts:
         chunk = order[start : start + batch_size]
         batch = [clips[i] for i in chunk]
         long_form = max(len(c) for c in batch) > WINDOW_SAMPLES

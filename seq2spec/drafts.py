@@ -268,7 +268,7 @@ class CopyThenDraftProposer:
             sources, filler_token_id, initial_length, min_length, max_copy_length, device=runner.device
         )
         self.filler = filler_token_id
-        self.eos = set(eos_token_ids)
+        self.eos = torch.tensor(eos_token_ids, dtype=torch.long, device=runner.device)
         self.min_length, self.max_length = min_length, max_length
         self.draft_lengths = [initial_length] * len(sources)
         self.pending: list[list[int]] = [[] for _ in sources]  # accepted tokens the draft model has not seen
@@ -317,7 +317,7 @@ class CopyThenDraftProposer:
             for copying, length in zip(self.copying, self.draft_lengths, strict=True)
         ]
         drafted = first[:, None]
-        ended = torch.tensor([token in self.eos for token in first_list], device=device)
+        ended = torch.isin(first, self.eos)
         steps = max(wanted) - 1
         for _ in range(max(0, steps)):
             needed = [w > drafted.shape[1] for w in wanted]
@@ -327,8 +327,7 @@ class CopyThenDraftProposer:
             self.fed_drafts += 1
             token = scores.argmax(dim=-1)
             drafted = torch.cat([drafted, token[:, None]], dim=1)
-            if self.eos:
-                ended |= torch.isin(token, torch.tensor(sorted(self.eos), device=device))
+            ended |= torch.isin(token, self.eos)
         drafted_lists = drafted.tolist()
         self.candidates = [
             copy_lists[row] if self.copying[row] else drafted_lists[row][: wanted[row]] for row in range(rows)

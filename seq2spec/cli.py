@@ -13,7 +13,9 @@ import torch
 DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
 
 
-def _read_lines(paths: list[str]) -> Iterator[str]:
+def _read_lines(paths: list[str], unreadable: list[str]) -> Iterator[str]:
+    """Lines of the inputs in order; a file that cannot be read as UTF-8 text is reported, noted in ``unreadable``
+    and skipped."""
     if not paths:
         yield from (line.rstrip("\n") for line in sys.stdin)
         return
@@ -21,8 +23,13 @@ def _read_lines(paths: list[str]) -> Iterator[str]:
         if path == "-":
             yield from (line.rstrip("\n") for line in sys.stdin)
             continue
-        with open(path, encoding="utf-8") as handle:
-            yield from (line.rstrip("\n") for line in handle)
+        try:
+            lines = Path(path).read_text(encoding="utf-8").splitlines()
+        except (OSError, UnicodeDecodeError) as error:
+            print(f"seq2spec correct: cannot read {path} as UTF-8 text: {error}", file=sys.stderr)
+            unreadable.append(path)
+            continue
+        yield from lines
 
 
 def _chunks(lines: Iterator[str], size: int) -> Iterator[list[str]]:
@@ -49,18 +56,29 @@ def _speculator_options(args: argparse.Namespace) -> dict:
     }
 
 
-def run_correct(args: argparse.Namespace) -> int:
-    from seq2spec import Seq2SeqSpeculator, SpeculationStats
+def build_corrector(args: argparse.Namespace):
+    """The speculator ``seq2spec correct`` runs (also built once per Ray actor)."""
+    from seq2spec import Seq2SeqSpeculator
 
+    return Seq2SeqSpeculator(
+        args.model,
+        args.draft,
+        input_copy=args.input_copy,
+        device=args.device,
+        dtype=DTYPES[args.dtype],
+        **_speculator_options(args),
+    )
+
+
+def run_correct(args: argparse.Namespace) -> int:
+    from seq2spec import SpeculationStats
+
+    if args.ray:
+        from seq2spec.ray_runner import run_correct_ray
+
+        return run_correct_ray(args)
     try:
-        speculator = Seq2SeqSpeculator(
-            args.model,
-            args.draft,
-            input_copy=args.input_copy,
-            device=args.device,
-            dtype=DTYPES[args.dtype],
-            **_speculator_options(args),
-        )
+        speculator = build_corrector(args)
     except (FileNotFoundError, ValueError) as error:  # no --model and no shipped weights; an unusable pair
         print(f"seq2spec correct: {error}", file=sys.stderr)
         return 2
@@ -68,8 +86,9 @@ def run_correct(args: argparse.Namespace) -> int:
     output = open(args.out, "w", encoding="utf-8") if args.out else sys.stdout
     total = SpeculationStats()
     lines_done = 0
+    unreadable: list[str] = []
     try:
-        for chunk in _chunks(_read_lines(args.inputs), args.chunk_size):
+        for chunk in _chunks(_read_lines(args.inputs, unreadable), args.chunk_size):
             corrected = speculator.correct(
                 chunk,
                 batch_size=args.batch_size,
@@ -87,10 +106,11 @@ def run_correct(args: argparse.Namespace) -> int:
     stats = total
     print(
         f"{lines_done} lines, {stats.generated_tokens} tokens, acceptance {stats.acceptance_rate:.2f}, "
-        f"{stats.tokens_per_big_forward:.2f} tokens per big forward",
+        f"{stats.tokens_per_big_forward:.2f} tokens per big forward"
+        + (f"; {len(unreadable)} unreadable input files skipped" if unreadable else ""),
         file=sys.stderr,
     )
-    return 0
+    return 1 if unreadable else 0
 
 
 def run_demo(args: argparse.Namespace) -> int:
@@ -140,6 +160,8 @@ def run_convert_ct2(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from seq2spec.ray_runner import add_ray_flags
+
     parser = argparse.ArgumentParser(prog="seq2spec", description="Batched speculative greedy decoding.")
     commands = parser.add_subparsers(dest="command", required=True)
 
@@ -175,8 +197,9 @@ def build_parser() -> argparse.ArgumentParser:
     correct.add_argument("--truncate", action="store_true", help="cut inputs longer than the model accepts")
     correct.add_argument("--device", default="cpu")
     correct.add_argument("--dtype", choices=sorted(DTYPES), default="float32")
-    correct.add_argument("--out", type=Path, help="output file (default: standard output)")
+    correct.add_argument("--out", type=Path, help="output file (default: standard output); a directory with --ray")
     speculation_flags(correct)
+    add_ray_flags(correct)
     correct.set_defaults(run=run_correct)
 
     from seq2spec.transcribe_cli import add_parser as add_transcribe

@@ -58,22 +58,58 @@ def render(record: dict[str, Any], fmt: str) -> str:
     return ("WEBVTT\n\n" if fmt == "vtt" else "") + "\n".join(blocks)
 
 
+def transcribe_records(
+    speculator, paths: list[Path], *, language: str | None, task: str, timestamps: bool
+) -> list[dict[str, Any]]:
+    """One record per file: ``{"file", "duration", "text"[, "segments"]}``, or ``{"file", "error"}`` for a file
+    that cannot be read as audio. Error records come first, then the transcripts in input order."""
+    records: list[dict[str, Any]] = []
+    clips, names = [], []
+    for path in paths:
+        try:
+            clips.append(load_audio(path))
+            names.append(path)
+        except AudioError as error:
+            records.append({"file": str(path), "error": str(error)})
+    if not clips:
+        return records
+    results = speculator.transcribe(
+        clips, sampling_rate=16_000, language=language, task=task, return_timestamps=timestamps, batch_size=len(clips)
+    )
+    for path, clip, result in zip(names, clips, results, strict=True):
+        record: dict[str, Any] = {"file": str(path), "duration": round(len(clip) / 16_000, 3)}
+        if isinstance(result, dict):
+            record.update(result)
+        else:
+            record["text"] = result
+        records.append(record)
+    return records
+
+
 def _load_speculator(args: argparse.Namespace):
     from seq2spec import Seq2SeqSpeculator
     from seq2spec.cli import DTYPES
 
     dtype = DTYPES[args.dtype]
+    assistant = None if args.assistant == "none" else args.assistant
     if args.model:
-        speculator = Seq2SeqSpeculator(args.model, args.assistant, device=args.device, dtype=dtype)
-        return speculator
+        return Seq2SeqSpeculator(args.model, assistant, device=args.device, dtype=dtype)
     from seq2spec.default_models import load_whisper_base
+    from seq2spec.whisper_draft import WHISPER_BASE_DRAFT_DIR, load_whisper_draft
 
     big, processor = load_whisper_base(device=args.device, dtype=dtype)
-    return Seq2SeqSpeculator(big, args.assistant, processor)
+    if args.assistant is None and WHISPER_BASE_DRAFT_DIR.is_dir():
+        assistant = load_whisper_draft(big)  # the shipped distilled draft
+    return Seq2SeqSpeculator(big, assistant, processor)
 
 
 def run_transcribe(args: argparse.Namespace) -> int:
     from tqdm import tqdm
+
+    if args.ray:
+        from seq2spec.ray_runner import run_transcribe_ray
+
+        return run_transcribe_ray(args)
 
     try:
         files = find_audio(args.inputs)
@@ -111,37 +147,22 @@ def run_transcribe(args: argparse.Namespace) -> int:
 
         for start in range(0, len(todo), args.batch_size):
             batch = todo[start : start + args.batch_size]
-            clips, names = [], []
-            for path in batch:
-                try:
-                    clips.append(load_audio(path))
-                    names.append(path)
-                except AudioError as error:
-                    failures += 1
-                    emit({"file": str(path), "error": str(error)})
-            if clips:
-                results = speculator.transcribe(
-                    clips,
-                    sampling_rate=16_000,
-                    language=args.language,
-                    task=args.task,
-                    return_timestamps=args.timestamps,
-                    batch_size=len(clips),
-                )
+            records = transcribe_records(
+                speculator, batch, language=args.language, task=args.task, timestamps=args.timestamps
+            )
+            if any("text" in r for r in records):
                 proposed += speculator.last_stats.proposed_draft_tokens
                 accepted += speculator.last_stats.accepted_draft_tokens
-                for path, clip, result in zip(names, clips, results, strict=True):
-                    record: dict[str, Any] = {"file": str(path), "duration": round(len(clip) / 16_000, 3)}
-                    if isinstance(result, dict):
-                        record.update(result)
-                    else:
-                        record["text"] = result
-                    emit(record)
-                    audio_seconds += record["duration"]
-                    if side_folder is not None:
-                        target = side_folder / (path.name + f".{args.format}")
-                        target.parent.mkdir(parents=True, exist_ok=True)
-                        target.write_text(render(record, args.format), encoding="utf-8")
+            for record in records:
+                emit(record)
+                if "error" in record:
+                    failures += 1
+                    continue
+                audio_seconds += record["duration"]
+                if side_folder is not None:
+                    target = side_folder / (Path(record["file"]).name + f".{args.format}")
+                    target.parent.mkdir(parents=True, exist_ok=True)
+                    target.write_text(render(record, args.format), encoding="utf-8")
             elapsed = time.perf_counter() - started
             progress.update(round(sum(durations[p] for p in batch), 1))
             rtf = elapsed / max(audio_seconds, 1e-9)
@@ -158,6 +179,8 @@ def run_transcribe(args: argparse.Namespace) -> int:
 
 
 def add_parser(commands) -> None:
+    from seq2spec.ray_runner import add_ray_flags
+
     transcribe = commands.add_parser(
         "transcribe",
         help="transcribe audio files or folders (recursively) into a JSONL file",
@@ -167,7 +190,11 @@ def add_parser(commands) -> None:
     transcribe.add_argument("inputs", nargs="+", help="audio files and folders")
     transcribe.add_argument("--out", type=Path, required=True, help="JSONL results (appended; a rerun resumes)")
     transcribe.add_argument("--model", help="Whisper model name or path (default: the embedded whisper-base)")
-    transcribe.add_argument("--assistant", help="draft model name or path (default: none)")
+    transcribe.add_argument(
+        "--assistant",
+        help="draft model name or path, or 'none' (default: the shipped distilled draft with the embedded base, "
+        "else none)",
+    )
     transcribe.add_argument("--language", help="language code such as en (default: detected per file)")
     transcribe.add_argument("--task", choices=["transcribe", "translate"], default="transcribe")
     transcribe.add_argument("--timestamps", action="store_true", help="segments with start and end times")
@@ -175,4 +202,5 @@ def add_parser(commands) -> None:
     transcribe.add_argument("--device", default="cpu")
     transcribe.add_argument("--dtype", choices=["float32", "float16", "bfloat16"], default="float32")
     transcribe.add_argument("--format", choices=["jsonl", "txt", "srt", "vtt"], default="jsonl")
+    add_ray_flags(transcribe)
     transcribe.set_defaults(run=run_transcribe)

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
+import soundfile
 import torch
+from synthetic_audio import tone
 
 from seq2spec.toy_models import FAMILIES, build_toy_model, perturbed_copy
 
@@ -67,3 +70,19 @@ def toy_whisper_dirs(tmp_path_factory):
     draft = whisper_draft_sharing_encoder(big)
     draft.save_pretrained(root / "draft")
     return root / "big", root / "draft"
+
+
+@pytest.fixture()
+def audio_folder(tmp_path):
+    folder = tmp_path / "audio"
+    (folder / "nested").mkdir(parents=True)
+    soundfile.write(folder / "a_8k_mono.wav", tone(1.5, 8000, 1, 1), 8000)
+    soundfile.write(folder / "nested" / "b_16k_stereo.flac", tone(2.5, 16000, 2, 2), 16000)
+    soundfile.write(folder / "c_44k_stereo.wav", tone(1.0, 44100, 2, 3), 44100)
+    soundfile.write(folder / "d_16k_mono.ogg", tone(3.0, 16000, 1, 4), 16000)
+    soundfile.write(folder / "empty.wav", np.zeros((0,), dtype=np.float32), 16000)
+    (folder / "notes.wav").write_text("this is text, not audio\n")
+    good = (folder / "a_8k_mono.wav").read_bytes()
+    (folder / "truncated.wav").write_bytes(good[:30])
+    (folder / "readme.txt").write_text("not an audio extension: ignored\n")
+    return folder

@@ -8,43 +8,12 @@ import numpy as np
 import pytest
 import soundfile
 import torch
+from synthetic_audio import tone
 
 from seq2spec import Seq2SeqSpeculator
 from seq2spec.audio import load_audio
 from seq2spec.cli import main
 from seq2spec.transcribe_cli import completed_files, render
-
-
-def tone(seconds: float, rate: int, channels: int, seed: int) -> np.ndarray:
-    """Signals that differ a lot from file to file: loud noise, quiet noise, low or high tones."""
-    rng = np.random.default_rng(seed)
-    t = np.arange(int(seconds * rate)) / rate
-    kind = seed % 4
-    if kind == 0:
-        signal = 0.8 * rng.standard_normal(t.size)
-    elif kind == 1:
-        signal = 0.001 * rng.standard_normal(t.size)
-    else:
-        signal = 0.5 * np.sin(2 * np.pi * (120 if kind == 2 else min(3000, rate / 3)) * t)
-    signal = np.clip(signal, -1, 1)
-    return np.stack([signal * (1 - 0.3 * c) for c in range(channels)], axis=1) if channels > 1 else signal
-
-
-@pytest.fixture()
-def audio_folder(tmp_path):
-    folder = tmp_path / "audio"
-    (folder / "nested").mkdir(parents=True)
-    soundfile.write(folder / "a_8k_mono.wav", tone(1.5, 8000, 1, 1), 8000)
-    soundfile.write(folder / "nested" / "b_16k_stereo.flac", tone(2.5, 16000, 2, 2), 16000)
-    soundfile.write(folder / "c_44k_stereo.wav", tone(1.0, 44100, 2, 3), 44100)
-    soundfile.write(folder / "d_16k_mono.ogg", tone(3.0, 16000, 1, 4), 16000)
-    soundfile.write(folder / "empty.wav", np.zeros((0,), dtype=np.float32), 16000)
-    (folder / "notes.wav").write_text("this is text, not audio\n")
-    good = (folder / "a_8k_mono.wav").read_bytes()
-    (folder / "truncated.wav").write_bytes(good[:30])
-    (folder / "readme.txt").write_text("not an audio extension: ignored\n")
-    return folder
-
 
 GOOD = {"a_8k_mono.wav", "b_16k_stereo.flac", "c_44k_stereo.wav", "d_16k_mono.ogg"}
 BAD = {"empty.wav", "notes.wav", "truncated.wav"}

@@ -1,0 +1,321 @@
+"""seq2spec over a Ray cluster: ``seq2spec transcribe --ray`` and ``seq2spec correct --ray``.
+
+Inputs become a Ray Dataset (one row per audio file, or per text line); ``map_batches`` runs an actor class that
+loads the big and draft models once per actor and returns one record per row, with unreadable inputs as error
+records; Ray's writers append the records to ``--out`` (a directory of JSONL or Parquet files). Before a run, the
+records already in ``--out`` are read and their inputs left out, so a rerun resumes; a file cut short by a killed
+run is repaired first (JSONL: the partial last line is cut; Parquet: an unreadable file is set aside as
+``*.corrupt``), and only the inputs it lost are done again.
+
+Needs ``pip install "seq2spec[ray]"``. ``--ray-address`` joins an existing cluster (``auto``, or ``ray://host:10001``);
+without it a local Ray instance is started.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+RAY_HINT = 'Ray is not installed: pip install "seq2spec[ray]"'
+OUTPUT_FORMATS = ("jsonl", "parquet")
+
+
+def _ray():
+    try:
+        import ray
+        import ray.data  # noqa: F401
+    except ImportError as error:
+        raise RuntimeError(RAY_HINT) from error
+    return ray
+
+
+# ----------------------------------------------------------------------------- results already written
+
+
+def _repair_jsonl(path: Path) -> list[dict[str, Any]]:
+    data = path.read_bytes()
+    if data and not data.endswith(b"\n"):
+        cut = data.rfind(b"\n") + 1
+        with open(path, "r+b") as handle:
+            handle.truncate(cut)
+        data = data[:cut]
+    return [json.loads(line) for line in data.decode("utf-8").splitlines() if line.strip()]
+
+
+def read_records(out: Path) -> list[dict[str, Any]]:
+    """Every record in an output directory (JSONL ``*.json`` files or ``*.parquet``), null fields dropped.
+
+    Repairs what a killed run can leave: a JSONL file's partial last line is cut off; a Parquet file that cannot be
+    read is renamed ``*.corrupt`` (its inputs are then done again)."""
+    if not out.exists():
+        return []
+    if not out.is_dir():
+        raise NotADirectoryError(f"--out {out} must be a directory with --ray (Ray writes one file per block)")
+    records: list[dict[str, Any]] = []
+    for path in sorted(out.iterdir()):
+        if path.suffix in (".json", ".jsonl"):
+            rows = _repair_jsonl(path)
+        elif path.suffix == ".parquet":
+            import pyarrow.parquet as pq
+
+            try:
+                rows = pq.read_table(path).to_pylist()
+            except Exception:  # noqa: BLE001 - any unreadable file is set aside and its inputs redone
+                path.rename(path.with_suffix(".parquet.corrupt"))
+                continue
+        else:
+            continue
+        records += [{k: v for k, v in row.items() if v is not None} for row in rows]
+    return records
+
+
+def _start_ray(address: str | None):
+    ray = _ray()
+    if not ray.is_initialized():
+        ray.init(address=address, log_to_driver=False, include_dashboard=False)
+    return ray
+
+
+def _write(dataset, out: Path, fmt: str) -> None:
+    out.mkdir(parents=True, exist_ok=True)
+    if fmt == "parquet":
+        dataset.write_parquet(str(out))
+    else:
+        dataset.write_json(str(out), force_ascii=False)
+
+
+def _actor_options(args: argparse.Namespace) -> dict[str, Any]:
+    gpus = args.gpus_per_actor if args.gpus_per_actor is not None else (1.0 if args.device.startswith("cuda") else 0)
+    return {"concurrency": args.num_actors, "num_cpus": args.cpus_per_actor, "num_gpus": gpus}
+
+
+def _columns(records: list[dict[str, Any]], names: tuple[str, ...]):
+    """A block of records as an Arrow table (absent fields as nulls): Ray writes it as JSONL or Parquet."""
+    import pyarrow
+
+    return pyarrow.Table.from_pydict({name: [record.get(name) for record in records] for name in names})
+
+
+# ----------------------------------------------------------------------------- transcription
+
+
+TRANSCRIPT_COLUMNS = ("file", "duration", "text", "error")
+
+
+class TranscribeActor:
+    """Loads the Whisper pair once; turns batches of ``{"file"}`` rows into transcript or error records."""
+
+    def __init__(self, options: dict[str, Any]):
+        import torch
+
+        from seq2spec.transcribe_cli import _load_speculator
+
+        torch.set_num_threads(max(1, int(options.pop("threads"))))
+        self.args = argparse.Namespace(**options)
+        self.speculator = _load_speculator(self.args)
+
+    def __call__(self, batch: dict):
+        from seq2spec.transcribe_cli import transcribe_records
+
+        paths = [Path(name) for name in batch["file"]]
+        args = self.args
+        try:
+            records = transcribe_records(
+                self.speculator, paths, language=args.language, task=args.task, timestamps=args.timestamps
+            )
+        except Exception as error:  # noqa: BLE001 - one bad batch must not stop the job: retry file by file
+            records = []
+            for path in paths:
+                try:
+                    records += transcribe_records(
+                        self.speculator, [path], language=args.language, task=args.task, timestamps=args.timestamps
+                    )
+                except Exception as single:  # noqa: BLE001
+                    records.append({"file": str(path), "error": f"{type(single).__name__}: {single}"})
+            del error
+        return _columns(records, TRANSCRIPT_COLUMNS + (("segments",) if args.timestamps else ()))
+
+
+def run_transcribe_ray(args: argparse.Namespace) -> int:
+    from seq2spec.audio import duration_seconds, find_audio
+
+    try:
+        ray = _ray()
+        files = find_audio(args.inputs)
+        done = {r["file"] for r in read_records(args.out)}
+    except (RuntimeError, FileNotFoundError, NotADirectoryError) as error:
+        print(f"seq2spec transcribe: {error}", file=sys.stderr)
+        return 2
+    todo = [str(f) for f in files if str(f) not in done]
+    print(
+        f"{len(files)} audio files, {len(files) - len(todo)} already done, {len(todo)} to transcribe", file=sys.stderr
+    )
+    if not todo:
+        return 0
+    _start_ray(args.ray_address)
+    options = {
+        key: getattr(args, key) for key in ("model", "assistant", "language", "task", "timestamps", "device", "dtype")
+    }
+    options["threads"] = args.threads_per_actor or args.cpus_per_actor
+    started = time.perf_counter()
+    rows = sorted(({"file": f, "seconds": duration_seconds(Path(f))} for f in todo), key=lambda r: r["seconds"])
+    dataset = ray.data.from_items(rows).map_batches(
+        TranscribeActor,
+        fn_constructor_kwargs={"options": options},
+        batch_size=args.batch_size,
+        batch_format="numpy",
+        **_actor_options(args),
+    )
+    _write(dataset, args.out, args.out_format)
+    wall = time.perf_counter() - started
+    written = [r for r in read_records(args.out) if r["file"] in set(todo)]
+    failures = sum("error" in r for r in written)
+    audio = sum(r.get("duration", 0.0) for r in written)
+    print(
+        f"done: {len(written)} files ({failures} failed), {audio:.1f} s of audio in {wall:.1f} s, "
+        f"real-time factor {wall / max(audio, 1e-9):.3f}; results in {args.out}",
+        file=sys.stderr,
+    )
+    return 1 if failures else 0
+
+
+# ----------------------------------------------------------------------------- correction
+
+
+CORRECTION_COLUMNS = ("file", "line", "source", "text", "error")
+
+
+class CorrectActor:
+    """Loads the correction pair once; turns batches of ``{"file", "line", "source"}`` rows into corrections."""
+
+    def __init__(self, options: dict[str, Any]):
+        import torch
+
+        from seq2spec.cli import build_corrector
+
+        torch.set_num_threads(max(1, int(options.pop("threads"))))
+        self.args = argparse.Namespace(**options)
+        self.speculator = build_corrector(self.args)
+
+    def _correct(self, sources: list[str]) -> list[str]:
+        from seq2spec.cli import one_line
+
+        args = self.args
+        corrected = self.speculator.correct(
+            sources,
+            batch_size=args.batch_size,
+            max_new_tokens=args.max_new_tokens,
+            prefix=args.prefix,
+            truncate=args.truncate,
+        )
+        return [one_line(text) for text in corrected]
+
+    def __call__(self, batch: dict):
+        rows = [
+            {"file": str(f), "line": int(n), "source": str(s)}
+            for f, n, s in zip(batch["file"], batch["line"], batch["source"], strict=True)
+        ]
+        try:
+            for row, text in zip(rows, self._correct([r["source"] for r in rows]), strict=True):
+                row["text"] = text
+        except Exception:  # noqa: BLE001 - one bad line must not stop the job: retry line by line
+            for row in rows:
+                try:
+                    row["text"] = self._correct([row["source"]])[0]
+                except Exception as error:  # noqa: BLE001
+                    row["error"] = f"{type(error).__name__}: {error}"
+        return _columns(rows, CORRECTION_COLUMNS)
+
+
+def read_text_inputs(paths: list[str]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """``({"file", "line", "source"} rows, error records for files that cannot be read as UTF-8 text)``."""
+    rows, errors = [], []
+    for name in paths:
+        try:
+            lines = Path(name).read_text(encoding="utf-8").splitlines()
+        except (OSError, UnicodeDecodeError) as error:
+            errors.append({"file": name, "line": -1, "error": f"cannot read {name} as UTF-8 text: {error}"})
+            continue
+        rows += [{"file": name, "line": number, "source": line} for number, line in enumerate(lines)]
+    return rows, errors
+
+
+def run_correct_ray(args: argparse.Namespace) -> int:
+    if not args.inputs or "-" in args.inputs:
+        print(
+            "seq2spec correct --ray: name input files (standard input cannot be split across a cluster)",
+            file=sys.stderr,
+        )
+        return 2
+    if args.out is None:
+        print("seq2spec correct --ray: --out DIRECTORY is required", file=sys.stderr)
+        return 2
+    try:
+        ray = _ray()
+        existing = read_records(args.out)
+    except (RuntimeError, NotADirectoryError) as error:
+        print(f"seq2spec correct: {error}", file=sys.stderr)
+        return 2
+    done = {(r["file"], r["line"]) for r in existing}
+    rows, unreadable = read_text_inputs(args.inputs)
+    todo = [r for r in rows if (r["file"], r["line"]) not in done]
+    new_errors = [e for e in unreadable if (e["file"], e["line"]) not in done]
+    print(f"{len(rows)} lines, {len(rows) - len(todo)} already done, {len(todo)} to correct", file=sys.stderr)
+    _start_ray(args.ray_address)
+    started = time.perf_counter()
+    if new_errors:
+        _write(ray.data.from_items([_row(e) for e in new_errors]), args.out, args.out_format)
+    if todo:
+        options = {
+            key: getattr(args, key)
+            for key in (
+                "model",
+                "draft",
+                "input_copy",
+                "device",
+                "dtype",
+                "num_draft_tokens",
+                "fixed_draft_length",
+                "acceptance",
+                "batch_size",
+                "max_new_tokens",
+                "prefix",
+                "truncate",
+            )
+        }
+        options["threads"] = args.threads_per_actor or args.cpus_per_actor
+        dataset = ray.data.from_items(todo).map_batches(
+            CorrectActor,
+            fn_constructor_kwargs={"options": options},
+            batch_size=args.chunk_size,
+            batch_format="numpy",
+            **_actor_options(args),
+        )
+        _write(dataset, args.out, args.out_format)
+    wall = time.perf_counter() - started
+    failures = sum("error" in r for r in read_records(args.out))
+    print(
+        f"done: {len(todo)} lines in {wall:.1f} s, {failures} errors recorded; results in {args.out}", file=sys.stderr
+    )
+    return 1 if failures else 0
+
+
+def _row(record: dict[str, Any]) -> dict[str, Any]:
+    return {name: record.get(name) for name in CORRECTION_COLUMNS}
+
+
+def add_ray_flags(command: argparse.ArgumentParser) -> None:
+    group = command.add_argument_group("Ray (scale out; needs seq2spec[ray])")
+    group.add_argument("--ray", action="store_true", help="run on Ray Data; --out is then a directory")
+    group.add_argument("--ray-address", help="an existing cluster ('auto', 'ray://head:10001'); default: start locally")
+    group.add_argument("--num-actors", type=int, default=1, help="model replicas (actors) to run (default 1)")
+    group.add_argument("--cpus-per-actor", type=float, default=1, help="CPUs Ray reserves per actor (default 1)")
+    group.add_argument("--threads-per-actor", type=int, help="torch threads per actor (default: --cpus-per-actor)")
+    group.add_argument(
+        "--gpus-per-actor", type=float, help="GPUs per actor (default 1 with --device cuda, else 0; 0.5 shares one)"
+    )
+    group.add_argument("--out-format", choices=OUTPUT_FORMATS, default="jsonl", help="Ray's writer (default jsonl)")

@@ -116,7 +116,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("folder", nargs="?", type=Path, default=DEFAULT_FOLDER)
     parser.add_argument("--references", type=Path, help="TSV file<TAB>text (default: FOLDER/references.tsv)")
     parser.add_argument("--model", help="Whisper name or path (default: the embedded whisper-base)")
-    parser.add_argument("--draft", help="draft/assistant model name or path (default: none)")
+    parser.add_argument(
+        "--draft",
+        help="draft/assistant model name or path, or 'none' (default: the shipped draft with the embedded base)",
+    )
     parser.add_argument("--language", default="en", help="language code, or 'auto' to detect per file")
     parser.add_argument("--batch-size", type=int, default=8)
     parser.add_argument("--limit", type=int)
@@ -129,13 +132,18 @@ def main(argv: list[str] | None = None) -> int:
     names, clips, references = load_references(args.folder, args.references)
     if args.limit:
         names, clips, references = names[: args.limit], clips[: args.limit], references[: args.limit]
+    draft = None if args.draft == "none" else args.draft
     if args.model:
-        speculator = Seq2SeqSpeculator(args.model, args.draft)
+        speculator = Seq2SeqSpeculator(args.model, draft)
     else:
         from seq2spec.default_models import load_whisper_base
+        from seq2spec.whisper_draft import WHISPER_BASE_DRAFT_DIR, load_whisper_draft
 
         big, processor = load_whisper_base()
-        speculator = Seq2SeqSpeculator(big, args.draft, processor)
+        if args.draft is None and WHISPER_BASE_DRAFT_DIR.is_dir():
+            draft = load_whisper_draft(big)  # the shipped distilled draft
+            args.draft = "shipped whisper-base draft"
+        speculator = Seq2SeqSpeculator(big, draft, processor)
     big, processor = speculator.big, speculator.processor
     language = None if args.language == "auto" else args.language
     options = {

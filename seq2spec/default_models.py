@@ -90,3 +90,12 @@ def load_whisper_base(device: str | torch.device | None = None, dtype: torch.dty
     if device is not None:
         model = model.to(device)
     return model, WhisperProcessor.from_pretrained(directory)
+
+
+def load_whisper_base_pair(device: str | torch.device | None = None, dtype: torch.dtype | None = None):
+    """``(base, draft, processor)``: the embedded Whisper base and the shipped 2-layer distilled draft that shares
+    its encoder and embeddings (seq2spec/assets/whisper_base_draft)."""
+    from seq2spec.whisper_draft import load_whisper_draft
+
+    big, processor = load_whisper_base(device=device, dtype=dtype)
+    return big, load_whisper_draft(big), processor

@@ -143,6 +143,9 @@ class TranscribeActor:
 def run_transcribe_ray(args: argparse.Namespace) -> int:
     from seq2spec.audio import duration_seconds, find_audio
 
+    if args.format != "jsonl":
+        print("seq2spec transcribe --ray: --format is for local runs; use --out-format", file=sys.stderr)
+        return 2
     try:
         ray = _ray()
         files = find_audio(args.inputs)
@@ -172,7 +175,8 @@ def run_transcribe_ray(args: argparse.Namespace) -> int:
     )
     _write(dataset, args.out, args.out_format)
     wall = time.perf_counter() - started
-    written = [r for r in read_records(args.out) if r["file"] in set(todo)]
+    wanted = set(todo)
+    written = [r for r in read_records(args.out) if r["file"] in wanted]
     failures = sum("error" in r for r in written)
     audio = sum(r.get("duration", 0.0) for r in written)
     print(
@@ -265,6 +269,8 @@ def run_correct_ray(args: argparse.Namespace) -> int:
     todo = [r for r in rows if (r["file"], r["line"]) not in done]
     new_errors = [e for e in unreadable if (e["file"], e["line"]) not in done]
     print(f"{len(rows)} lines, {len(rows) - len(todo)} already done, {len(todo)} to correct", file=sys.stderr)
+    if not todo and not new_errors:
+        return 1 if any("error" in r for r in existing) else 0
     _start_ray(args.ray_address)
     started = time.perf_counter()
     if new_errors:

@@ -1,0 +1,271 @@
+"""Speech-recognition speed on the embedded Whisper base and its distilled draft, against greedy and the peers.
+
+Methods, on the same clips and features, interleaved, median of ``--repeats`` timed runs after an untimed first
+pass (warm-up, outputs, decoder calls, statistics):
+- ``greedy``: ``base.generate`` (greedy, language and task forced) at the same batch size: the baseline;
+- ``hf assisted``: transformers' assisted generation with the same draft (``assistant_model=``; batch size 1 only);
+- ``seq2spec per-row`` / ``seq2spec batch-min`` / ``seq2spec per-row fixed``: the distilled draft, per-row
+  acceptance or the batch-minimum rollback, adaptive or fixed draft length;
+- ``faster-whisper int8`` / ``float32``: CTranslate2 greedy (beam 1, no VAD, no temperature fallback, no
+  conditioning on previous text) on the same base weights, file by file, when ``faster-whisper`` is installed.
+Short clips: recipes/data/asr_samples (12 TTS clips) and the 5 librivox clips of pocketsphinx-testdata when
+installed, repeated to fill the largest batch. Long form: recipes/data/asr_samples/long_form.wav (about 90 s),
+decoded by Whisper's sequential timestamp-driven windowing. seq2spec's tokens are compared with greedy's, tensor
+for tensor; faster-whisper's text with greedy's text.
+
+    python benchmarks/bench_asr.py                        # batch sizes 1, 4, 16, 64 and long form
+    python benchmarks/bench_asr.py --batch-sizes 1 8 --repeats 2
+    python benchmarks/bench_asr.py --device cuda --dtype float16
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import shutil
+import statistics
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import asdict
+from pathlib import Path
+
+import torch
+
+from seq2spec import Seq2SeqSpeculator, SpeculationStats
+from seq2spec.audio import load_audio
+from seq2spec.default_models import cache_dir, load_whisper_base_pair, whisper_base_sources
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_core import DecoderCallCounter  # noqa: E402
+from bench_spelling import DTYPES, Row, markdown, plot  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+SAMPLES = ROOT / "recipes" / "data" / "asr_samples"
+LIBRIVOX = Path("/usr/share/pocketsphinx/test/data/librivox")
+LANGUAGE = {"language": "en", "task": "transcribe"}
+
+
+def short_clips() -> list:
+    paths = sorted(p for p in SAMPLES.glob("*.wav") if p.name != "long_form.wav") + sorted(LIBRIVOX.glob("*.wav"))
+    return [load_audio(p) for p in paths]
+
+
+def ct2_base_dir() -> Path:
+    """The embedded base in CTranslate2 layout (the wheel's split model.bin joined once), for faster-whisper."""
+    target = cache_dir() / "whisper-base-ct2"
+    if (target / "model.bin").is_file():
+        return target
+    source, parts = whisper_base_sources()
+    target.mkdir(parents=True, exist_ok=True)
+    for name in ("config.json", "tokenizer.json", "vocabulary.txt", "preprocessor_config.json"):
+        if (source / name).is_file():
+            shutil.copy(source / name, target / name)
+    with open(target / "model.bin.tmp", "wb") as sink:
+        for part in parts:
+            with open(part, "rb") as handle:
+                shutil.copyfileobj(handle, sink)
+    (target / "model.bin.tmp").replace(target / "model.bin")
+    return target
+
+
+def faster_whisper_methods(threads: int) -> dict[str, Callable]:
+    try:
+        from faster_whisper import WhisperModel
+    except ImportError:
+        print("faster-whisper is not installed: its rows are skipped (pip install faster-whisper)")
+        return {}
+    methods = {}
+    for compute_type in ("int8", "float32"):
+        model = WhisperModel(str(ct2_base_dir()), device="cpu", compute_type=compute_type, cpu_threads=threads)
+
+        def run(clips, m=model):
+            texts = []
+            for clip in clips:
+                segments, _ = m.transcribe(
+                    clip,
+                    beam_size=1,
+                    best_of=1,
+                    temperature=0.0,
+                    vad_filter=False,
+                    condition_on_previous_text=False,
+                    without_timestamps=len(clip) <= 30 * 16000,
+                    **LANGUAGE,
+                )
+                texts.append("".join(s.text for s in segments).strip())
+            return texts
+
+        methods[f"faster-whisper {compute_type}"] = run
+    return methods
+
+
+def bench(args) -> list[Row]:
+    device = torch.device(args.device)
+    big, draft, processor = load_whisper_base_pair(device=device, dtype=DTYPES[args.dtype])
+    counter = DecoderCallCounter(big)
+    tokenizer = processor.tokenizer
+    clips = short_clips()
+    peers = faster_whisper_methods(args.threads) if args.device == "cpu" and not args.no_peers else {}
+    cases = [(bs, False) for bs in args.batch_sizes] + ([(1, True)] if args.long_form else [])
+    rows: list[Row] = []
+    for batch_size, long_form in cases:
+        if long_form:
+            audio = [load_audio(SAMPLES / "long_form.wav")]
+            label = "long form"
+        else:
+            count = max(batch_size * max(1, args.batches), args.min_clips if batch_size == 1 else 0)
+            audio = [clips[i % len(clips)] for i in range(count)]
+            audio.sort(key=len)
+            label = str(batch_size)
+        batches = []
+        for start in range(0, len(audio), batch_size):
+            chunk = audio[start : start + batch_size]
+            options = {"truncation": False, "padding": "longest", "return_attention_mask": True} if long_form else {}
+            features = processor.feature_extractor(chunk, sampling_rate=16000, return_tensors="pt", **options)
+            mask = features.get("attention_mask") if long_form else None
+            inputs = features["input_features"].to(device, DTYPES[args.dtype])
+            batches.append((inputs, None if mask is None else mask.to(device), chunk))
+        extra = {"return_timestamps": True} if long_form else {}
+
+        def greedy(features, mask, extra=extra):
+            return big.generate(features, attention_mask=mask, **LANGUAGE, **extra), None
+
+        methods: dict[str, Callable] = {"greedy": greedy}
+        if batch_size == 1 and not long_form:
+
+            def assisted(features, mask):
+                return big.generate(features, attention_mask=mask, assistant_model=draft, **LANGUAGE), None
+
+            methods["hf assisted"] = assisted
+        variants = {
+            "seq2spec per-row": Seq2SeqSpeculator(big, draft, processor),
+            "seq2spec batch-min": Seq2SeqSpeculator(big, draft, processor, acceptance="batch-min"),
+            "seq2spec per-row fixed": Seq2SeqSpeculator(big, draft, processor, adaptive=False),
+        }
+        for name, speculator in variants.items():
+
+            def run(features, mask, s=speculator, extra=extra):
+                output = s.generate(input_features=features, attention_mask=mask, **LANGUAGE, **extra)
+                return output, s.last_stats
+
+            methods[name] = run
+        for name, peer in peers.items():
+            methods[name] = peer
+
+        def call(name, method, batch):
+            features, mask, chunk = batch
+            return method(chunk) if name in peers else method(features, mask)
+
+        # first pass, untimed (it is also the warm-up): outputs, decoder calls, statistics, memory
+        passes: dict[str, tuple] = {}
+        reference, reference_texts = None, None
+        for name, method in methods.items():
+            counter.calls = 0
+            if device.type == "cuda":
+                torch.cuda.reset_peak_memory_stats()
+            outputs, total = [], SpeculationStats()
+            for batch in batches:
+                result = call(name, method, batch)
+                if name in peers:
+                    outputs.append(result)
+                    continue
+                output, stats = result
+                outputs.append(output)
+                if stats is not None:
+                    total.merge(stats)
+            peak = torch.cuda.max_memory_allocated() / 2**20 if device.type == "cuda" else None
+            if reference is None:
+                reference = outputs
+                decoded = [t for out in outputs for t in tokenizer.batch_decode(out, skip_special_tokens=True)]
+                reference_texts = [t.strip() for t in decoded]
+            if name in peers:
+                identical = [t for out in outputs for t in out] == reference_texts
+                calls = float("nan")
+            else:
+                pairs = zip(outputs, reference, strict=True)
+                identical = all(a.shape == b.shape and torch.equal(a, b) for a, b in pairs)
+                calls = counter.calls
+            passes[name] = (identical, calls, total, peak)
+
+        times: dict[str, list[float]] = {name: [] for name in methods}
+        for _ in range(args.repeats):
+            for name, method in methods.items():
+                if device.type == "cuda":
+                    torch.cuda.synchronize()
+                start = time.perf_counter()
+                for batch in batches:
+                    call(name, method, batch)
+                if device.type == "cuda":
+                    torch.cuda.synchronize()
+                times[name].append(time.perf_counter() - start)
+        seconds = {name: statistics.median(values) for name, values in times.items()}
+
+        eos = big.generation_config.eos_token_id
+        tokens = sum(int((out != eos).sum()) for out in reference)
+        for name in methods:
+            identical, calls, total, peak = passes[name]
+            rows.append(
+                Row(
+                    batch_size=batch_size if not long_form else -1,
+                    method=name,
+                    seconds=seconds[name],
+                    speedup=seconds["greedy"] / seconds[name],
+                    tokens=tokens,
+                    tokens_per_second=tokens / seconds[name],
+                    big_forwards_per_token=calls / tokens,
+                    tokens_per_big_row_forward=total.tokens_per_big_forward if total.big_row_forwards else 1.0,
+                    acceptance_rate=total.acceptance_rate,
+                    peak_memory_mb=peak,
+                    identical_to_greedy=identical,
+                    accepted_length_histogram=list(total.accepted_length_histogram),
+                )
+            )
+            row = rows[-1]
+            print(
+                f"{label:>9} ({len(audio)} clips) {name:24} {row.seconds:7.2f}s x{row.speedup:5.2f} "
+                f"tokens/row-forward={row.tokens_per_big_row_forward:.2f} accept={row.acceptance_rate:.2f} "
+                f"identical={identical}",
+                flush=True,
+            )
+    return rows
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--batch-sizes", nargs="+", type=int, default=[1, 4, 16, 64])
+    parser.add_argument("--batches", type=int, default=1, help="batches per batch size (clips repeat to fill them)")
+    parser.add_argument("--min-clips", type=int, default=8, help="clips at batch size 1")
+    parser.add_argument("--no-long-form", dest="long_form", action="store_false", help="skip the long-form file")
+    parser.add_argument("--no-peers", action="store_true", help="skip faster-whisper")
+    parser.add_argument("--repeats", type=int, default=2)
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--device", default="cpu")
+    parser.add_argument("--dtype", choices=sorted(DTYPES), default="float32")
+    parser.add_argument("--out", type=Path, default=Path(__file__).parent / "results")
+    args = parser.parse_args()
+    torch.set_num_threads(args.threads)
+    if args.device == "cpu":
+        machine = f"CPU {platform.processor() or platform.machine()}, {args.threads} threads, torch {torch.__version__}"
+    else:
+        machine = f"{torch.cuda.get_device_name(0)}, torch {torch.__version__}, {args.dtype}"
+    rows = bench(args)
+    args.out.mkdir(parents=True, exist_ok=True)
+    stem = args.out / f"asr_{'cpu' if args.device == 'cpu' else 'cuda'}"
+    record = {
+        "machine": machine,
+        "args": {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()},
+        "rows": [asdict(r) for r in rows],
+    }
+    Path(f"{stem}.json").write_text(json.dumps(record, indent=2))
+    table = markdown(rows, machine + "; batch -1 = the long-form file").replace("| -1 |", "| long form |")
+    Path(f"{stem}.md").write_text(table)
+    plot([r for r in rows if r.batch_size > 0], stem)
+    print()
+    print(table)
+    if not all(r.identical_to_greedy for r in rows if not r.method.startswith("faster-whisper")):
+        sys.exit("some seq2spec outputs differ from greedy")
+
+
+if __name__ == "__main__":
+    main()

@@ -14,11 +14,12 @@ without it a local Ray instance is started.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import time
 from pathlib import Path
 from typing import Any
+
+from seq2spec.transcribe_cli import read_jsonl_repairing
 
 RAY_HINT = 'Ray is not installed: pip install "seq2spec[ray]"'
 OUTPUT_FORMATS = ("jsonl", "parquet")
@@ -36,16 +37,6 @@ def _ray():
 # ----------------------------------------------------------------------------- results already written
 
 
-def _repair_jsonl(path: Path) -> list[dict[str, Any]]:
-    data = path.read_bytes()
-    if data and not data.endswith(b"\n"):
-        cut = data.rfind(b"\n") + 1
-        with open(path, "r+b") as handle:
-            handle.truncate(cut)
-        data = data[:cut]
-    return [json.loads(line) for line in data.decode("utf-8").splitlines() if line.strip()]
-
-
 def read_records(out: Path) -> list[dict[str, Any]]:
     """Every record in an output directory (JSONL ``*.json`` files or ``*.parquet``), null fields dropped.
 
@@ -58,7 +49,7 @@ def read_records(out: Path) -> list[dict[str, Any]]:
     records: list[dict[str, Any]] = []
     for path in sorted(out.iterdir()):
         if path.suffix in (".json", ".jsonl"):
-            rows = _repair_jsonl(path)
+            rows = read_jsonl_repairing(path)
         elif path.suffix == ".parquet":
             import pyarrow.parquet as pq
 

@@ -19,21 +19,20 @@ from typing import Any
 from seq2spec.audio import AudioError, duration_seconds, find_audio, load_audio
 
 
-def completed_files(out: Path) -> set[str]:
-    """Files recorded in ``out``; a trailing partial line left by a killed run is removed."""
-    if not out.exists():
-        return set()
-    data = out.read_bytes()
+def read_jsonl_repairing(path: Path) -> list[dict[str, Any]]:
+    """The records of a JSONL file; a trailing partial line left by a killed run is cut off the file first."""
+    data = path.read_bytes()
     if data and not data.endswith(b"\n"):
         cut = data.rfind(b"\n") + 1
-        with open(out, "r+b") as handle:
+        with open(path, "r+b") as handle:
             handle.truncate(cut)
         data = data[:cut]
-    done = set()
-    for line in data.decode("utf-8").splitlines():
-        if line.strip():
-            done.add(json.loads(line)["file"])
-    return done
+    return [json.loads(line) for line in data.decode("utf-8").splitlines() if line.strip()]
+
+
+def completed_files(out: Path) -> set[str]:
+    """Files recorded in ``out`` (a partial last line is removed first)."""
+    return {record["file"] for record in read_jsonl_repairing(out)} if out.exists() else set()
 
 
 def _timestamp(seconds: float, separator: str) -> str:

@@ -243,6 +243,7 @@ def main() -> None:
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--dtype", choices=sorted(DTYPES), default="float32")
     parser.add_argument("--out", type=Path, default=Path(__file__).parent / "results")
+    parser.add_argument("--name", help="file stem of the results (default asr_cpu or asr_cuda)")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     if args.device == "cpu":
@@ -251,7 +252,7 @@ def main() -> None:
         machine = f"{torch.cuda.get_device_name(0)}, torch {torch.__version__}, {args.dtype}"
     rows = bench(args)
     args.out.mkdir(parents=True, exist_ok=True)
-    stem = args.out / f"asr_{'cpu' if args.device == 'cpu' else 'cuda'}"
+    stem = args.out / (args.name or f"asr_{'cpu' if args.device == 'cpu' else 'cuda'}")
     record = {
         "machine": machine,
         "args": {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()},

@@ -118,7 +118,7 @@ class TranscribeActor:
             records = transcribe_records(
                 self.speculator, paths, language=args.language, task=args.task, timestamps=args.timestamps
             )
-        except Exception as error:  # noqa: BLE001 - one bad batch must not stop the job: retry file by file
+        except Exception:  # noqa: BLE001 - one bad batch must not stop the job: retry file by file
             records = []
             for path in paths:
                 try:
@@ -127,7 +127,6 @@ class TranscribeActor:
                     )
                 except Exception as single:  # noqa: BLE001
                     records.append({"file": str(path), "error": f"{type(single).__name__}: {single}"})
-            del error
         return _columns(records, TRANSCRIPT_COLUMNS + (("segments",) if args.timestamps else ()))
 
 

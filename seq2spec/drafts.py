@@ -68,6 +68,10 @@ class DraftModelProposer:
     The draft's cache always lags two tokens behind the accepted text: each round starts by feeding the last
     accepted token and the big model's bonus token together, which keeps every row's input the same width no
     matter how many candidates it had accepted (the one recomputed entry costs next to nothing).
+
+    With ``min_confidence`` > 0 a round ends early once every row has either proposed its end or proposed a token
+    the draft gave less than that probability: the tokens after an unsure one are rarely accepted, and each costs
+    a draft forward. Which candidates are proposed never changes what the big model emits.
     """
 
     adapts_per_row = False
@@ -80,8 +84,10 @@ class DraftModelProposer:
         *,
         sample: bool = False,
         generator: torch.Generator | None = None,
+        min_confidence: float = 0.0,
     ) -> None:
         self.runner = runner
+        self.min_confidence = min_confidence
         self.eos = torch.tensor(eos_token_ids, dtype=torch.long, device=runner.device)
         self.pending = torch.empty(0)
         self.candidates = torch.empty(0)
@@ -107,8 +113,8 @@ class DraftModelProposer:
         distributions = []
         for _ in range(max_tokens):
             scores = process(candidates, self.runner.forward(step_input)[:, -1])
+            probs = torch.softmax(scores.float(), dim=-1) if self.sample or self.min_confidence > 0 else None
             if self.sample:
-                probs = torch.softmax(scores.float(), dim=-1)
                 token = torch.multinomial(probs, 1, generator=self.generator).squeeze(1)
                 distributions.append(probs)
             else:
@@ -116,8 +122,10 @@ class DraftModelProposer:
             candidates = torch.cat([candidates, token[:, None]], dim=1)
             if self.eos.numel():
                 ended |= torch.isin(token, self.eos)
-                if bool(ended.all()):  # every row has proposed its end: more candidates would be discarded
-                    break
+            if probs is not None and self.min_confidence > 0:
+                ended |= probs.gather(1, token[:, None]).squeeze(1) < self.min_confidence
+            if bool(ended.all()):  # no row would keep a further candidate (or every row is unsure)
+                break
             step_input = token[:, None]
         self.candidates = candidates
         self.draft_probs = torch.stack(distributions, dim=1) if distributions else None

@@ -14,6 +14,8 @@ from typing import Any
 import torch
 from transformers import GenerationConfig, LogitsProcessorList, PreTrainedModel
 
+from seq2spec.processors import with_cached_masks
+
 # Settings that change the decoding strategy away from plain greedy search.
 _NOT_GREEDY = {
     "do_sample": False,
@@ -128,6 +130,7 @@ def plan_greedy_generation(
         device=device,
         model_kwargs={},
     )
+    processors = with_cached_masks(processors)  # same scores, without rebuilding masks per call
 
     start = config._decoder_start_token_tensor
     if start is None:

@@ -23,6 +23,8 @@ from seq2spec.transcribe_cli import read_jsonl_repairing
 
 RAY_HINT = 'Ray is not installed: pip install "seq2spec[ray]"'
 OUTPUT_FORMATS = ("jsonl", "parquet")
+# the speculation flags both commands share (seq2spec.cli.add_speculation_flags), passed on to every actor
+SPECULATION_KEYS = ("num_draft_tokens", "fixed_draft_length", "acceptance", "min_draft_confidence")
 
 
 def _ray():
@@ -151,7 +153,8 @@ def run_transcribe_ray(args: argparse.Namespace) -> int:
         return 0
     _start_ray(args.ray_address)
     options = {
-        key: getattr(args, key) for key in ("model", "assistant", "language", "task", "timestamps", "device", "dtype")
+        key: getattr(args, key)
+        for key in ("model", "assistant", "language", "task", "timestamps", "device", "dtype", *SPECULATION_KEYS)
     }
     options["threads"] = args.threads_per_actor or args.cpus_per_actor
     started = time.perf_counter()
@@ -274,9 +277,7 @@ def run_correct_ray(args: argparse.Namespace) -> int:
                 "input_copy",
                 "device",
                 "dtype",
-                "num_draft_tokens",
-                "fixed_draft_length",
-                "acceptance",
+                *SPECULATION_KEYS,
                 "batch_size",
                 "max_new_tokens",
                 "prefix",

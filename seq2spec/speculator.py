@@ -49,10 +49,15 @@ def _special_ids(model: PreTrainedModel) -> dict[str, Any]:
     }
 
 
+def _output_vocabulary_size(model: PreTrainedModel) -> int:
+    head = model.get_output_embeddings()
+    # a draft head that scores a vocabulary subset still emits logits over the whole vocabulary
+    return int(getattr(head, "out_features", head.weight.shape[0]))
+
+
 def check_compatible(big: PreTrainedModel, small: PreTrainedModel) -> None:
     """A draft must speak the big model's vocabulary with the same special tokens."""
-    big_vocab = big.get_output_embeddings().weight.shape[0]
-    small_vocab = small.get_output_embeddings().weight.shape[0]
+    big_vocab, small_vocab = _output_vocabulary_size(big), _output_vocabulary_size(small)
     if big_vocab != small_vocab:
         raise ValueError(
             f"big and draft models have different vocabularies ({big_vocab} vs {small_vocab} output tokens); "
@@ -129,6 +134,7 @@ class Seq2SeqSpeculator:
         min_draft_tokens: int = 1,
         max_draft_tokens: int = 16,
         acceptance: Acceptance = "per-row",
+        min_draft_confidence: float = 0.0,
         input_copy: bool = False,
         max_copy_tokens: int = 32,
         device: str | torch.device | None = None,
@@ -140,6 +146,7 @@ class Seq2SeqSpeculator:
             min_draft_tokens=min_draft_tokens,
             max_draft_tokens=max_draft_tokens,
             acceptance=acceptance,
+            min_draft_confidence=min_draft_confidence,
         )
         if draft is not None:
             if small is not None:
@@ -485,7 +492,11 @@ class Seq2SeqSpeculator:
                 draft_budget = max(self.max_copy_tokens, self.options.max_draft_tokens)
             else:
                 proposer = DraftModelProposer(
-                    draft_runner, plan.eos_token_ids, sample=plan.do_sample, generator=generator
+                    draft_runner,
+                    plan.eos_token_ids,
+                    sample=plan.do_sample,
+                    generator=generator,
+                    min_confidence=self.options.min_draft_confidence,
                 )
                 draft_budget = self.options.max_draft_tokens
         limits = [f.max_target_length for f in (self.big_family, self.small_family) if f and f.max_target_length]

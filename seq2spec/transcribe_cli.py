@@ -87,19 +87,19 @@ def transcribe_records(
 
 def _load_speculator(args: argparse.Namespace):
     from seq2spec import Seq2SeqSpeculator
-    from seq2spec.cli import DTYPES
+    from seq2spec.cli import DTYPES, _speculator_options
 
     dtype = DTYPES[args.dtype]
     assistant = None if args.assistant == "none" else args.assistant
     if args.model:
-        return Seq2SeqSpeculator(args.model, assistant, device=args.device, dtype=dtype)
+        return Seq2SeqSpeculator(args.model, assistant, device=args.device, dtype=dtype, **_speculator_options(args))
     from seq2spec.default_models import load_whisper_base
     from seq2spec.whisper_draft import WHISPER_BASE_DRAFT_DIR, load_whisper_draft
 
     big, processor = load_whisper_base(device=args.device, dtype=dtype)
     if args.assistant is None and WHISPER_BASE_DRAFT_DIR.is_dir():
         assistant = load_whisper_draft(big)  # the shipped distilled draft
-    return Seq2SeqSpeculator(big, assistant, processor)
+    return Seq2SeqSpeculator(big, assistant, processor, **_speculator_options(args))
 
 
 def run_transcribe(args: argparse.Namespace) -> int:
@@ -178,6 +178,7 @@ def run_transcribe(args: argparse.Namespace) -> int:
 
 
 def add_parser(commands) -> None:
+    from seq2spec.cli import add_speculation_flags
     from seq2spec.ray_runner import add_ray_flags
 
     transcribe = commands.add_parser(
@@ -201,5 +202,7 @@ def add_parser(commands) -> None:
     transcribe.add_argument("--device", default="cpu")
     transcribe.add_argument("--dtype", choices=["float32", "float16", "bfloat16"], default="float32")
     transcribe.add_argument("--format", choices=["jsonl", "txt", "srt", "vtt"], default="jsonl")
+    # measured on the long-form sample with the shipped base draft (README, Benchmarks): 0.7 was fastest of 0-0.7
+    add_speculation_flags(transcribe, min_draft_confidence=0.7)
     add_ray_flags(transcribe)
     transcribe.set_defaults(run=run_transcribe)

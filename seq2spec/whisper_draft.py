@@ -4,6 +4,11 @@ The draft is a ``WhisperForCausalLM`` (distil-whisper's assistant layout) whose 
 embeddings and output projection ARE the big model's modules (no copy), and whose encoder input is the big
 model's encoder output. Only its own decoder layers and final layer norm are stored: the shipped draft for
 Whisper base is 2 layers, about 17 MB in fp16 (``seq2spec/assets/whisper_base_draft``).
+
+A draft may also restrict its output projection to a subset of the vocabulary (the tokens it was trained to
+propose, stored with its weights): base's projection over all 51,865 tokens costs as much as two of its decoder
+layers, and the draft only needs to rank the tokens it can usefully propose. Every other token gets the lowest
+score, so it is never proposed; base, which verifies every proposal, always scores the full vocabulary.
 """
 
 from __future__ import annotations
@@ -19,6 +24,50 @@ from torch import nn
 WHISPER_BASE_DRAFT_DIR = Path(__file__).parent / "assets" / "whisper_base_draft"
 WEIGHTS_FILE = "decoder.safetensors"
 CONFIG_FILE = "draft_config.json"
+OUTPUT_TOKENS_KEY = "output_token_ids"
+
+
+class VocabularySubsetHead(nn.Module):
+    """An output projection computed only for ``token_ids``; other tokens get the dtype's lowest value.
+
+    Its weight rows are copied from ``full`` (a ``Linear`` over the whole vocabulary) once, so a step reads
+    ``len(token_ids)`` rows instead of the whole matrix. The logits keep the full vocabulary's shape, so logits
+    processors and the speculative loop see nothing different.
+    """
+
+    def __init__(self, full: nn.Linear, token_ids: torch.Tensor) -> None:
+        super().__init__()
+        token_ids = torch.as_tensor(token_ids, dtype=torch.long).flatten()
+        if token_ids.numel() == 0 or bool((token_ids < 0).any()) or bool((token_ids >= full.out_features).any()):
+            raise ValueError(f"output token ids must be non-empty and in [0, {full.out_features})")
+        if torch.unique(token_ids).numel() != token_ids.numel():
+            raise ValueError("output token ids must not repeat")
+        self.in_features, self.out_features = full.in_features, full.out_features
+        device = full.weight.device
+        self.register_buffer("token_ids", token_ids.to(device))
+        self.register_buffer("weight", full.weight.detach()[self.token_ids].clone())
+        self.register_buffer("bias", None if full.bias is None else full.bias.detach()[self.token_ids].clone())
+
+    def forward(self, hidden: torch.Tensor) -> torch.Tensor:
+        subset = nn.functional.linear(hidden, self.weight, self.bias)
+        logits = subset.new_full((*subset.shape[:-1], self.out_features), torch.finfo(subset.dtype).min)
+        return logits.index_copy_(-1, self.token_ids, subset)
+
+
+def restrict_output_vocabulary(draft, token_ids: torch.Tensor | Sequence[int]):
+    """Make ``draft`` score only ``token_ids`` (see ``VocabularySubsetHead``); returns the draft."""
+    head = draft.proj_out
+    full = head if isinstance(head, nn.Linear) else None
+    if full is None:
+        raise TypeError(f"the draft's output projection is a {type(head).__name__}, not a full Linear layer")
+    draft.proj_out = VocabularySubsetHead(full, torch.as_tensor(token_ids))
+    return draft
+
+
+def output_token_ids(draft) -> torch.Tensor | None:
+    """The token ids a draft scores, or None when it scores the whole vocabulary."""
+    head = draft.proj_out
+    return head.token_ids if isinstance(head, VocabularySubsetHead) else None
 
 
 def _skeleton(big, num_layers: int):
@@ -63,12 +112,17 @@ def draft_from_big_layers(big, layers: Sequence[int]):
 
 
 def save_whisper_draft(draft, directory: str | Path, *, dtype: torch.dtype = torch.float16, **card: object) -> Path:
-    """Write the draft's own weights (``dtype``) and a small config; the shared parts are not stored."""
+    """Write the draft's own weights (``dtype``), its output token ids if it has a subset head, and a small
+    config; the shared parts are not stored."""
     from safetensors.torch import save_file
 
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
     tensors = {name: p.detach().to("cpu", dtype).contiguous() for name, p in own_parameters(draft).items()}
+    subset = output_token_ids(draft)
+    if subset is not None:
+        tensors[OUTPUT_TOKENS_KEY] = subset.to("cpu", torch.int32).contiguous()
+        card = {**card, "output_tokens": int(subset.numel())}
     save_file(tensors, directory / WEIGHTS_FILE)
     config = draft.config
     description = {
@@ -82,11 +136,13 @@ def save_whisper_draft(draft, directory: str | Path, *, dtype: torch.dtype = tor
     return directory
 
 
-def load_whisper_draft(big, directory: str | Path | None = None):
+def load_whisper_draft(big, directory: str | Path | None = None, *, full_vocabulary: bool = False):
     """Attach a saved draft to a loaded big Whisper model; it takes the big model's device and dtype.
 
     ``directory`` defaults to the shipped draft for Whisper base. The draft's token and position embeddings and
-    output projection are the big model's own modules, so it adds only its decoder layers to memory.
+    output projection are the big model's own modules, so it adds only its decoder layers to memory (and, for a
+    draft saved with a vocabulary subset, that subset's rows of the projection). ``full_vocabulary`` ignores a
+    saved subset and scores every token.
     """
     from safetensors.torch import load_file
 
@@ -107,6 +163,7 @@ def load_whisper_draft(big, directory: str | Path | None = None):
     decoder.layers.to_empty(device=parameter.device)
     decoder.layer_norm.to_empty(device=parameter.device)
     state = load_file(weights_path, device=str(parameter.device))
+    subset = state.pop(OUTPUT_TOKENS_KEY, None)
     expected = set(own_parameters(draft))
     if set(state) != expected:
         missing, unexpected = sorted(expected - set(state)), sorted(set(state) - expected)
@@ -118,4 +175,6 @@ def load_whisper_draft(big, directory: str | Path | None = None):
             value.copy_(state[name])
     decoder.layers.to(parameter.dtype)
     decoder.layer_norm.to(parameter.dtype)
+    if subset is not None and not full_vocabulary:
+        restrict_output_vocabulary(draft, subset.long())
     return draft.eval()

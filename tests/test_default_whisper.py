@@ -11,7 +11,7 @@ import torch
 
 from seq2spec import Seq2SeqSpeculator
 from seq2spec.audio import load_audio
-from seq2spec.whisper_draft import WHISPER_BASE_DRAFT_DIR
+from seq2spec.whisper_draft import WHISPER_BASE_DRAFT_DIR, output_token_ids
 
 SAMPLES = Path(__file__).resolve().parents[1] / "recipes" / "data" / "asr_samples"
 LIBRIVOX = Path("/usr/share/pocketsphinx/test/data/librivox")
@@ -49,8 +49,13 @@ def test_draft_is_shipped_small_and_described():
 def test_draft_shares_base_modules(pair):
     big, draft, _ = pair
     assert draft.model.decoder.embed_tokens is big.model.decoder.embed_tokens
-    assert draft.proj_out is big.proj_out
     assert len(draft.model.decoder.layers) == 2
+    # the shipped draft scores a subset of the vocabulary: its head holds base's rows for those tokens
+    tokens = output_token_ids(draft)
+    assert tokens is not None and 8000 < tokens.numel() < big.config.vocab_size
+    assert torch.equal(draft.proj_out.weight, big.proj_out.weight[tokens])
+    eot = big.generation_config.eos_token_id
+    assert bool(torch.isin(torch.arange(eot, big.config.vocab_size), tokens).all())  # specials and timestamps
 
 
 def test_pair_decodes_base_greedy_exactly(pair):

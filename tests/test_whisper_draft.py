@@ -10,9 +10,12 @@ from seq2spec import Seq2SeqSpeculator
 from seq2spec.toy_models import build_toy_whisper, toy_features
 from seq2spec.whisper_draft import (
     WEIGHTS_FILE,
+    VocabularySubsetHead,
     draft_from_big_layers,
     load_whisper_draft,
+    output_token_ids,
     own_parameters,
+    restrict_output_vocabulary,
     save_whisper_draft,
 )
 
@@ -73,3 +76,62 @@ def test_speculator_with_loaded_draft_equals_generate(big, tmp_path):
     assert torch.equal(actual, expected)
     assert speculator.last_stats.draft_encoder_calls == 0
     assert speculator.last_stats.accepted_draft_tokens > 0
+
+
+def test_vocabulary_subset_head_scores_only_its_tokens(big):
+    draft = draft_from_big_layers(big, [0, 1])
+    vocab = big.config.vocab_size
+    subset = torch.tensor([3, 0, 17, vocab - 1, 40])
+    hidden = torch.randn(2, 3, big.config.d_model)
+    head = VocabularySubsetHead(big.proj_out, subset)
+    logits = head(hidden)
+    full = big.proj_out(hidden)
+    assert logits.shape == full.shape
+    torch.testing.assert_close(logits[..., subset], full[..., subset])
+    others = torch.ones(vocab, dtype=torch.bool)
+    others[subset] = False
+    assert bool((logits[..., others] == torch.finfo(logits.dtype).min).all())
+    for bad, message in (([], "non-empty"), ([1, vocab], "non-empty and in"), ([2, 2], "must not repeat")):
+        with pytest.raises(ValueError, match=message):
+            VocabularySubsetHead(big.proj_out, torch.tensor(bad, dtype=torch.long))
+    restrict_output_vocabulary(draft, subset)
+    assert torch.equal(output_token_ids(draft), subset)
+    with pytest.raises(TypeError, match="not a full Linear"):
+        restrict_output_vocabulary(draft, subset)
+
+
+def test_subset_draft_round_trip_and_exact_speculation(big, tmp_path):
+    """A draft whose head scores part of the vocabulary proposes only those tokens; base's output is unchanged."""
+    features = toy_features(6, seed=21)
+    expected = big.generate(features, max_new_tokens=30, language="fr")
+    # the tokens the big model emits, minus a few of them, plus the special tokens
+    emitted = torch.unique(expected[expected < big.config.vocab_size])
+    special = torch.arange(big.generation_config.eos_token_id, big.config.vocab_size)
+    subset = torch.unique(torch.cat([emitted[::2], special]))
+    draft = restrict_output_vocabulary(draft_from_big_layers(big, [0, 1]), subset)
+    save_whisper_draft(draft, tmp_path, dtype=torch.float32)
+    loaded = load_whisper_draft(big, tmp_path)
+    assert torch.equal(output_token_ids(loaded), subset)
+    assert output_token_ids(load_whisper_draft(big, tmp_path, full_vocabulary=True)) is None
+    speculator = Seq2SeqSpeculator(big, loaded)
+    actual = speculator.generate(input_features=features, max_new_tokens=30, language="fr")
+    assert torch.equal(actual, expected)
+    stats = speculator.last_stats
+    assert 0 < stats.accepted_draft_tokens < stats.proposed_draft_tokens
+    # what the big model emitted outside the subset was never proposed, so never accepted from the draft
+    outside = ~torch.isin(expected, subset)
+    assert bool(outside.any())
+
+
+def test_min_draft_confidence_cuts_draft_calls_not_output(big):
+    features = toy_features(5, seed=8)
+    expected = big.generate(features, max_new_tokens=30, language="fr")
+    draft = draft_from_big_layers(big, [0])
+    calls = {}
+    for confidence in (0.0, 0.9):
+        speculator = Seq2SeqSpeculator(big, draft, min_draft_confidence=confidence)
+        assert torch.equal(speculator.generate(input_features=features, max_new_tokens=30, language="fr"), expected)
+        calls[confidence] = speculator.last_stats.draft_forwards
+    assert calls[0.9] < calls[0.0]
+    with pytest.raises(ValueError, match="min_draft_confidence"):
+        Seq2SeqSpeculator(big, draft, min_draft_confidence=1.0)

@@ -122,7 +122,7 @@ class DraftModelProposer:
             candidates = torch.cat([candidates, token[:, None]], dim=1)
             if self.eos.numel():
                 ended |= torch.isin(token, self.eos)
-            if probs is not None and self.min_confidence > 0:
+            if self.min_confidence > 0:
                 ended |= probs.gather(1, token[:, None]).squeeze(1) < self.min_confidence
             if bool(ended.all()):  # no row would keep a further candidate (or every row is unsure)
                 break

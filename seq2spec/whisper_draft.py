@@ -57,10 +57,9 @@ class VocabularySubsetHead(nn.Module):
 def restrict_output_vocabulary(draft, token_ids: torch.Tensor | Sequence[int]):
     """Make ``draft`` score only ``token_ids`` (see ``VocabularySubsetHead``); returns the draft."""
     head = draft.proj_out
-    full = head if isinstance(head, nn.Linear) else None
-    if full is None:
+    if not isinstance(head, nn.Linear):
         raise TypeError(f"the draft's output projection is a {type(head).__name__}, not a full Linear layer")
-    draft.proj_out = VocabularySubsetHead(full, torch.as_tensor(token_ids))
+    draft.proj_out = VocabularySubsetHead(head, torch.as_tensor(token_ids))
     return draft
 
 

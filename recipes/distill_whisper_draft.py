@@ -7,8 +7,9 @@ Stages (``--stage all`` runs them in order; each resumes from what ``--work-dir`
           long-form windows end; plus the real clips of pocketsphinx-testdata's ``cards/`` and raw recordings at
           three speeds. Sentences are split by content hash into train and held-out; the ASR evaluation
           sentences (recipes/data/asr_samples) and the librivox transcripts are removed from the corpus. Writes
-          16 kHz WAV files and manifest.jsonl; a rerun adds the sets the manifest lacks (so the long clips can be
-          added to a work directory made before they existed) and keeps what is there.
+          16 kHz WAV files and manifest.jsonl; a rerun keeps what is there and adds the sets the manifest lacks
+          and, when ``--long-clips`` has grown, the long clips past those it holds (the encode stage then
+          encodes just those).
   encode  for every clip, once: base's encoder output (fp16), base's greedy transcript as the pseudo-label
           (a share of clips with timestamps, as long-form decoding uses them) and base's top-k next-token
           distribution at every position of it. Held-out sets: synthetic short clips, synthetic long clips
@@ -190,10 +191,11 @@ def long_clip(rng: random.Random, sentences: list[str]) -> tuple[str, np.ndarray
     return " ".join(texts), samples, f"{engine}:{voice}:{stretch:.2f}" + (":cut" if cut else "")
 
 
-def speak_long_set(args, split: str, sentences: list[str], count: int) -> list[dict]:
-    """``count`` long clips; clip ``i`` is drawn from its own generator, so the set does not depend on the others."""
+def speak_long_set(args, split: str, sentences: list[str], count: int, first: int = 0) -> list[dict]:
+    """Long clips ``first`` to ``count - 1``; clip ``i`` is drawn from its own generator, so a set can grow and
+    does not depend on the others."""
     records = []
-    for index in tqdm(range(count), desc=f"speaking {split}"):
+    for index in tqdm(range(first, count), desc=f"speaking {split}"):
         text, samples, voice = long_clip(random.Random(f"{args.seed}:{split}:{index}"), sentences)
         path = args.work_dir / "audio" / split / f"{index:05d}.wav"
         seconds = write_clip(path, samples)
@@ -211,16 +213,17 @@ def stage_data(args) -> None:
     manifest = args.work_dir / "manifest.jsonl"
     if manifest.is_file():
         records = [json.loads(line) for line in manifest.read_text(encoding="utf-8").splitlines()]
-        present = {r["split"] for r in records}
-        missing = [(s, n) for s, n in LONG_SETS(args) if n and s not in present]
+        present = Counter(r["split"] for r in records)
+        missing = [(s, n) for s, n in LONG_SETS(args) if n > present[s]]
         if not missing:
             print(f"data: {manifest} exists and holds every set, skipping")
             return
         train_text, held_text = split_sentences(args.held_out_percent)
         for split, count in missing:
-            records += speak_long_set(args, split, train_text if split == "train_long" else held_text, count)
+            sentences = train_text if split == "train_long" else held_text
+            records += speak_long_set(args, split, sentences, count, first=present[split])
         write_manifest(manifest, records)
-        print(f"data: added {', '.join(s for s, _ in missing)} to {manifest}")
+        print(f"data: added {', '.join(f'{s} clips {present[s]}-{n - 1}' for s, n in missing)} to {manifest}")
         return
     train_text, held_text = split_sentences(args.held_out_percent)
     print(f"data: {len(train_text)} training and {len(held_text)} held-out sentences")
@@ -327,6 +330,20 @@ def timestamp_flags(args, split: str, count: int) -> list[bool]:
     return [split == "heldout_long"] * count
 
 
+def chunks_to_encode(folder: Path, clips: int, batch: int) -> list[int]:
+    """First clip of every chunk of a ``clips``-clip set still to encode: chunks with no file, and the last chunk
+    written if it holds fewer clips than it should now (the set has grown since it was encoded)."""
+    written = sorted(folder.glob("*.pt"))
+    starts = []
+    for start in range(0, clips, batch):
+        path = folder / f"{start:06d}.pt"
+        if not path.is_file():
+            starts.append(start)
+        elif path == written[-1] and len(torch.load(path)["ids"]) < min(batch, clips - start):
+            starts.append(start)
+    return starts
+
+
 def stage_encode(args) -> None:
     records = [json.loads(line) for line in (args.work_dir / "manifest.jsonl").read_text().splitlines()]
     big, processor = load_base(args)
@@ -337,11 +354,8 @@ def stage_encode(args) -> None:
         flags = timestamp_flags(args, split, len(chosen))
         folder = args.work_dir / "encoded" / split
         folder.mkdir(parents=True, exist_ok=True)
-        starts = range(0, len(chosen), args.encode_batch)
-        for start in tqdm(starts, desc=f"encoding {split}"):
+        for start in tqdm(chunks_to_encode(folder, len(chosen), args.encode_batch), desc=f"encoding {split}"):
             path = folder / f"{start:06d}.pt"
-            if path.is_file():
-                continue
             chunk = encode_chunk(
                 big,
                 processor,
@@ -520,7 +534,10 @@ def stage_train(args) -> None:
         state = torch.load(checkpoint)
         draft.model.decoder.layers.load_state_dict(state["layers"])
         draft.model.decoder.layer_norm.load_state_dict(state["layer_norm"])
-        optimizer.load_state_dict(state["optimizer"])
+        if state.get("train_cross_kv", False) == args.train_cross_kv:
+            optimizer.load_state_dict(state["optimizer"])
+        else:  # the trainable set changed (--train-cross-kv switched on a resumed run): fresh moments
+            print("--train-cross-kv differs from the checkpoint's run: the optimizer starts afresh")
         step, elapsed = int(state["step"]), float(state["elapsed"])
     if step == 0:
         initial, _ = agreement_on(draft, heldout, pad_id, output_weight=output_weight, output_tokens=output_tokens)
@@ -560,6 +577,7 @@ def stage_train(args) -> None:
                 "optimizer": optimizer.state_dict(),
                 "step": step,
                 "elapsed": elapsed,
+                "train_cross_kv": args.train_cross_kv,
             }
             torch.save(state, checkpoint.with_suffix(".tmp"))
             checkpoint.with_suffix(".tmp").replace(checkpoint)
@@ -795,7 +813,12 @@ def main() -> None:
     parser.add_argument("--encode-batch", type=int, default=16, help="clips per encoder batch (and per saved chunk)")
     parser.add_argument("--timestamp-share", type=float, default=0.3, help="training clips labelled with timestamps")
     parser.add_argument("--top-k", type=int, default=16, help="base's next-token distribution kept for the KL term")
-    parser.add_argument("--long-clips", type=int, default=1000, help="long (12-30 s) training clips to speak")
+    parser.add_argument(
+        "--long-clips",
+        type=int,
+        default=1800,
+        help="long (12-30 s) training clips to speak; raise it on a rerun to add more",
+    )
     parser.add_argument("--heldout-long-clips", type=int, default=40, help="long held-out clips (unseen sentences)")
     parser.add_argument(
         "--long-timestamp-share", type=float, default=0.7, help="long training clips labelled with timestamps"
@@ -803,7 +826,7 @@ def main() -> None:
     parser.add_argument("--max-new-tokens", type=int, default=224, help="longest pseudo-label")
     parser.add_argument("--init-layers", type=int, nargs="+", default=[0, 5], help="base decoder layers to copy")
     parser.add_argument("--train-cross-kv", action="store_true", help="also train cross-attention key/value weights")
-    parser.add_argument("--steps", type=int, default=1200)
+    parser.add_argument("--steps", type=int, default=2400)
     parser.add_argument("--batch-size", type=int, default=16)
     parser.add_argument("--lr", type=float, default=3e-4, help="peak learning rate (cosine decay to 5%%)")
     parser.add_argument("--warmup", type=int, default=50)

@@ -789,7 +789,7 @@ def stage_export(args) -> None:
         output_tokens_text=(
             f"{metrics['output_tokens']:,} tokens" if metrics.get("output_tokens") else "whole 51,865-token vocabulary"
         ),
-        history="".join(f"{line}\n" for line in args.history) if args.history else "",
+        history="".join(f"- {line.removeprefix('- ')}\n" for line in args.history) if args.history else "",
         table=card_table(metrics),
         **metrics,
     )

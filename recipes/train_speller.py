@@ -494,8 +494,9 @@ model is grown. A seed with the big model's depth and head size but d_model {see
 units learns to copy ({seed_copy_steps} clean -> clean steps), then to correct; it is widened to the big shape so
 that it computes the same function (each residual dimension repeated {widen_ratio} times, reading weights tiled and
 divided by {widen_ratio}, writing weights tiled, extra heads and feed-forward units writing zeros; {widen_noise}
-relative noise to break the symmetry) and the big model trains on correction. The small model is trained from
-scratch by distillation from the big one: {distill_keep:.0%} cross-entropy on the clean text, {distill:.0%} KL
+relative noise to break the symmetry) and the big model trains on correction. The small model is the seed cut to
+decoder layers 0 and 3 (it already copies), distilled from the big one: {distill_keep:.0%} cross-entropy on
+the clean text, {distill:.0%} KL
 divergence to the big model's next-token distribution on the same (corrupted -> clean) batches.
 
 ## Training

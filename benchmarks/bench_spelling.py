@@ -29,6 +29,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import torch
+import transformers
 
 from seq2spec import Seq2SeqSpeculator, SpeculationStats
 from seq2spec.default_models import load_speller
@@ -68,7 +69,11 @@ def _sync(device: torch.device) -> None:
         torch.cuda.synchronize()
 
 
-def bench(args) -> list[Row]:
+PEERS = ("hf assisted",)  # another project's method: a failure of it is recorded, and the run goes on
+
+
+def bench(args, failures: dict[str, str]) -> list[Row]:
+    """Rows of the table; a peer that raises is left out of its batch size and its error kept in ``failures``."""
     device = torch.device(args.device)
     big, small, tokenizer = load_speller(device=device, dtype=DTYPES[args.dtype])
     counter = DecoderCallCounter(big)
@@ -109,10 +114,17 @@ def bench(args) -> list[Row]:
 
             methods[name] = run
 
+        for name, method in list(methods.items()):  # warm-up
+            try:
+                for ids, mask in batches[:2]:
+                    method(ids, mask)
+            except Exception as error:
+                if name not in PEERS:
+                    raise
+                failures[f"{name}, batch size {batch_size}"] = f"{type(error).__name__}: {error}"
+                print(f"bs={batch_size:<3} {name}: failed ({failures[f'{name}, batch size {batch_size}']})", flush=True)
+                del methods[name]
         times: dict[str, list[float]] = {name: [] for name in methods}
-        for method in methods.values():  # warm-up
-            for ids, mask in batches[:2]:
-                method(ids, mask)
         for _ in range(args.repeats):
             for name, method in methods.items():
                 _sync(device)
@@ -165,7 +177,7 @@ def bench(args) -> list[Row]:
     return rows
 
 
-def markdown(rows: list[Row], machine: str) -> str:
+def markdown(rows: list[Row], machine: str, failures: dict[str, str] | None = None) -> str:
     lines = [
         f"Machine: {machine}",
         "",
@@ -180,6 +192,8 @@ def markdown(rows: list[Row], machine: str) -> str:
             f"| {r.big_forwards_per_token:.3f} | {r.tokens_per_big_row_forward:.2f} | {r.acceptance_rate:.2f} "
             f"| {peak} | {'yes' if r.identical_to_greedy else 'NO'} |"
         )
+    for method, error in (failures or {}).items():
+        lines.append(f"\n{method}: failed on this machine ({error})")
     return "\n".join(lines) + "\n"
 
 
@@ -250,7 +264,9 @@ def main() -> None:
         machine = f"CPU {processor}, {args.threads} torch threads, torch {torch.__version__}, {args.dtype}"
     else:
         machine = f"{torch.cuda.get_device_name(0)}, torch {torch.__version__}, {args.dtype}"
-    rows = bench(args)
+    machine += f", transformers {transformers.__version__}"
+    failures: dict[str, str] = {}
+    rows = bench(args, failures)
     args.out.mkdir(parents=True, exist_ok=True)
     device_tag = "cpu" if args.device == "cpu" else "cuda"
     stem = args.out / f"spelling_{device_tag}{'_quick' if args.quick else ''}"
@@ -258,9 +274,10 @@ def main() -> None:
         "machine": machine,
         "args": {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()},
         "rows": [asdict(r) for r in rows],
+        "failures": failures,
     }
     Path(f"{stem}.json").write_text(json.dumps(record, indent=2))
-    table = markdown(rows, machine)
+    table = markdown(rows, machine, failures)
     Path(f"{stem}.md").write_text(table)
     plot(rows, stem)
     print()

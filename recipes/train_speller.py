@@ -7,13 +7,17 @@ Stages (run in order by ``--stage all``; each resumes from its last checkpoint i
   eval       held-out CER, unchanged-clean share, teacher-forced agreement, decoder cost; writes metrics.json
   export     fp16 safetensors, tokenizer and model card into --export-dir (the package's shipped weights)
 
-Needs, besides seq2spec: ``apt-get install wordnet-base fortunes fortunes-min`` and ``pip install codespell protobuf``.
+Needs, besides seq2spec: ``apt-get install wordnet-base fortunes fortunes-min`` and ``pip install codespell protobuf``
+for the first stage only: it snapshots the corpus and the typo dictionary into ``--work-dir`` (sources.json.gz), and
+every later stage reads that snapshot, so a work directory copied to a GPU machine trains there without them.
 Every batch is drawn from a generator seeded by (seed, step), so a resumed run sees the same data as an unbroken one.
+``--device cuda`` trains on a GPU (bf16 autocast there too); ``--data-workers`` makes the batches in worker processes.
 """
 
 from __future__ import annotations
 
 import argparse
+import gzip
 import json
 import math
 import random
@@ -47,19 +51,43 @@ SMALL_DECODER_LAYERS = (0, 3)
 # ----------------------------------------------------------------------------- data
 
 
-def split_corpus() -> tuple[list[str], list[str]]:
-    corpus = speller_data.load_corpus()
+SOURCES_FILE = "sources.json.gz"
+
+
+def load_sources(work_dir: Path) -> dict:
+    """The clean corpus and codespell's typos, read once from the system and kept in ``work_dir`` after that."""
+    path = work_dir / SOURCES_FILE
+    if not path.exists():
+        sources = {"corpus": speller_data.load_corpus(), "typos": speller_data.load_typos()}
+        path.parent.mkdir(parents=True, exist_ok=True)
+        temporary = path.with_suffix(".tmp")
+        with gzip.open(temporary, "wt", encoding="utf-8") as handle:
+            json.dump(sources, handle)
+        temporary.replace(path)
+        return sources
+    with gzip.open(path, "rt", encoding="utf-8") as handle:
+        return json.load(handle)
+
+
+def load_typos(work_dir: Path) -> dict[str, list[str]]:
+    return load_sources(work_dir)["typos"]
+
+
+def split_corpus(work_dir: Path) -> tuple[list[str], list[str]]:
+    corpus = load_sources(work_dir)["corpus"]
     held_out = [s for s in corpus if speller_data.is_held_out(s)]
     training = sorted((s for s in corpus if not speller_data.is_held_out(s)), key=lambda s: (len(s), s))
     return training, held_out
 
 
-def evaluation_sets(held_out: list[str], seed: int, size: int) -> tuple[list[tuple[str, str]], list[str]]:
+def evaluation_sets(
+    held_out: list[str], typos: dict[str, list[str]], seed: int, size: int
+) -> tuple[list[tuple[str, str]], list[str]]:
     """Disjoint held-out sentences: ``size`` (corrupted, clean) pairs with at least one error, ``size`` clean ones."""
     rng = random.Random(seed)
     shuffled = held_out[:]
     rng.shuffle(shuffled)
-    corruptor = speller_data.Corruptor(speller_data.load_typos(), clean_share=0.0)
+    corruptor = speller_data.Corruptor(typos, clean_share=0.0)
     pairs = []
     for sentence in shuffled[:size]:
         corrupted = corruptor(sentence, rng)
@@ -78,6 +106,25 @@ def make_batch(tokenizer, training: list[str], corruptor, seed: int, step: int, 
     labels = tokenizer(clean, padding=True, return_tensors="pt")["input_ids"]
     labels[labels == tokenizer.pad_token_id] = -100
     return source["input_ids"], source["attention_mask"], labels
+
+
+class BatchStream(torch.utils.data.IterableDataset):
+    """The batches of steps ``first`` to ``last - 1`` in order; with W data-loader workers, worker k makes steps
+    k, k + W, ... and the loader's round-robin hands them back in step order. A step's batch depends only on
+    (seed, step), so the stream is the same whatever the number of workers."""
+
+    def __init__(self, tokenizer, training, corruptor, copier, copy_steps: int, seed: int, batch_size: int,
+                 first: int, last: int) -> None:  # fmt: skip
+        super().__init__()
+        self.tokenizer, self.training, self.corruptor, self.copier = tokenizer, training, corruptor, copier
+        self.copy_steps, self.seed, self.batch_size, self.first, self.last = copy_steps, seed, batch_size, first, last
+
+    def __iter__(self):
+        worker = torch.utils.data.get_worker_info()
+        offset, stride = (worker.id, worker.num_workers) if worker else (0, 1)
+        for step in range(self.first + offset, self.last, stride):
+            noise = self.copier if step < self.copy_steps else self.corruptor
+            yield make_batch(self.tokenizer, self.training, noise, self.seed, step, self.batch_size)
 
 
 # ----------------------------------------------------------------------------- models
@@ -129,7 +176,8 @@ def load_checkpoint(path: Path, model, optimizer) -> tuple[int, float]:
         return 0, 0.0
     state = torch.load(path, map_location="cpu")
     model.load_state_dict(state["model"])
-    optimizer.load_state_dict(state["optimizer"])
+    if state.get("optimizer") is not None:  # a weights-only checkpoint resumes with a fresh optimizer
+        optimizer.load_state_dict(state["optimizer"])
     return int(state["step"]), float(state.get("elapsed", 0.0))
 
 
@@ -151,7 +199,7 @@ def correct_texts(model, tokenizer, texts: list[str], batch_size: int = 64, max_
     results = [""] * len(texts)
     for start in range(0, len(order), batch_size):
         chunk = order[start : start + batch_size]
-        batch = tokenizer([texts[i] for i in chunk], padding=True, return_tensors="pt")
+        batch = tokenizer([texts[i] for i in chunk], padding=True, return_tensors="pt").to(model.device)
         generated = model.generate(**batch, max_new_tokens=max_new_tokens, do_sample=False)
         for index, text in zip(chunk, tokenizer.batch_decode(generated, skip_special_tokens=True), strict=True):
             results[index] = text
@@ -189,9 +237,9 @@ def stage_tokenizer(args) -> None:
     if (target / "tokenizer.json").exists():
         print(f"tokenizer: {target} exists, skipped")
         return
-    training, _ = split_corpus()
+    training, _ = split_corpus(args.work_dir)
     rng = random.Random(args.seed)
-    corruptor = speller_data.Corruptor(speller_data.load_typos())
+    corruptor = speller_data.Corruptor(load_typos(args.work_dir))
     lines = training + [corruptor(sentence, rng) for sentence in training]
     raw = args.work_dir / "spm"
     raw.mkdir(parents=True, exist_ok=True)
@@ -225,16 +273,17 @@ def load_tokenizer(args):
 
 
 def autocast(args):
-    """bf16 autocast on the CPU (weights and optimizer stay fp32): ~1.5x faster steps on CPUs with AMX/AVX512-BF16."""
-    return torch.autocast("cpu", dtype=torch.bfloat16, enabled=args.precision == "bf16")
+    """bf16 autocast (weights and optimizer stay fp32): ~1.5x faster steps on CPUs with AMX/AVX512-BF16."""
+    return torch.autocast(torch.device(args.device).type, dtype=torch.bfloat16, enabled=args.precision == "bf16")
 
 
 def train_loop(args, name: str, model, steps: int, peak_lr: float, loss_fn, tokenizer, copy_steps: int = 0) -> None:
-    training, held_out = split_corpus()
-    pairs, clean = evaluation_sets(held_out, args.seed, args.quick_eval_size)
-    typos = speller_data.load_typos()
+    training, held_out = split_corpus(args.work_dir)
+    typos = load_typos(args.work_dir)
+    pairs, clean = evaluation_sets(held_out, typos, args.seed, args.quick_eval_size)
     corruptor = speller_data.Corruptor(typos, clean_share=args.clean_share)
     copier = speller_data.Corruptor(typos, clean_share=1.0)  # curriculum: learn to copy first
+    model.to(args.device)
     optimizer = torch.optim.AdamW(model.parameters(), lr=peak_lr, betas=(0.9, 0.98), weight_decay=0.01)
     checkpoint = args.work_dir / f"{name}.ckpt"
     step, spent = load_checkpoint(checkpoint, model, optimizer)
@@ -246,13 +295,15 @@ def train_loop(args, name: str, model, steps: int, peak_lr: float, loss_fn, toke
         print(f"{name}: already trained for {step} steps")
         return
     model.train()
-    started = time.time()
+    started, first_step = time.time(), step
     progress = tqdm(total=steps, initial=step, desc=f"train {name}", dynamic_ncols=True)
+    stream = BatchStream(tokenizer, training, corruptor, copier, copy_steps, args.seed, args.batch_size, step, steps)
+    workers = {"num_workers": args.data_workers, "prefetch_factor": 4} if args.data_workers else {}
+    batches = iter(torch.utils.data.DataLoader(stream, batch_size=None, **workers))
     while step < steps:
         for group in optimizer.param_groups:
             group["lr"] = learning_rate(step, steps, peak_lr, args.warmup)
-        source_noise = copier if step < copy_steps else corruptor
-        input_ids, mask, labels = make_batch(tokenizer, training, source_noise, args.seed, step, args.batch_size)
+        input_ids, mask, labels = (tensor.to(args.device, non_blocking=True) for tensor in next(batches))
         with autocast(args):
             loss = loss_fn(model, input_ids, mask, labels)
         loss.backward()
@@ -281,6 +332,27 @@ def train_loop(args, name: str, model, steps: int, peak_lr: float, loss_fn, toke
             progress.write(f"{name}: time budget reached at step {step}; rerun to resume")
             break
     progress.close()
+    record_run(args, name, first_step, step, steps, peak_lr, (time.time() - started) / 60)
+
+
+def record_run(args, name: str, first: int, last: int, planned: int, peak_lr: float, minutes: float) -> None:
+    """Appends what this run of a stage did to ``{name}_runs.jsonl``: the model card's training table."""
+    device = torch.device(args.device)
+    hardware = torch.cuda.get_device_name(device) if device.type == "cuda" else f"CPU, {args.threads} threads"
+    run = {
+        "steps": [first, last],
+        "planned_steps": planned,
+        "hardware": hardware,
+        "batch_size": args.batch_size,
+        "peak_lr": peak_lr,
+        "warmup": args.warmup,
+        "precision": args.precision,
+        "minutes": round(minutes, 1),
+    }
+    if name == "big":
+        run.update(dropout=args.dropout, init_from=str(args.init_from) if args.init_from else None)
+    with open(args.work_dir / f"{name}_runs.jsonl", "a", encoding="utf-8") as handle:
+        handle.write(json.dumps(run) + "\n")
 
 
 def cross_entropy(model, input_ids, mask, labels):
@@ -344,20 +416,36 @@ def widen(narrow, shape: dict, seed: int, noise: float = 0.0):
 
 def stage_big(args) -> None:
     tokenizer = load_tokenizer(args)
-    if (args.work_dir / "seed.ckpt").exists():
-        model = widen(load_trained(args, "seed", SEED_SHAPE), BIG_SHAPE, args.seed, noise=args.widen_noise)
+    if args.init_from:
+        model = new_model(BIG_SHAPE, args.seed)
+        model.load_state_dict({k: v.float() for k, v in load_weights(args.init_from).items()})
+        model.train()
+    elif (args.work_dir / "seed.ckpt").exists():
+        model = widen(load_trained(args, "seed", SEED_SHAPE).cpu(), BIG_SHAPE, args.seed, noise=args.widen_noise)
         model.train()
     else:
         model = new_model(BIG_SHAPE, args.seed)
-
+    for module in model.modules():
+        if isinstance(module, torch.nn.Dropout):
+            module.p = args.dropout
     train_loop(args, "big", model, args.big_steps, args.lr, cross_entropy, tokenizer, copy_steps=args.copy_steps)
+
+
+def load_weights(path: Path) -> dict[str, torch.Tensor]:
+    """A state dict from a checkpoint of this recipe (its "model" entry), a bare state dict, or safetensors."""
+    if path.suffix == ".safetensors":
+        from safetensors.torch import load_file
+
+        return load_file(path)
+    state = torch.load(path, map_location="cpu")
+    return state["model"] if "model" in state else state
 
 
 def load_trained(args, name: str, shape: dict):
     model = new_model(shape, args.seed)
     state = torch.load(args.work_dir / f"{name}.ckpt", map_location="cpu")
     model.load_state_dict(state["model"])
-    return model.eval()
+    return model.to(args.device).eval()
 
 
 @torch.no_grad()
@@ -385,7 +473,8 @@ def stage_small(args) -> None:
     tokenizer = load_tokenizer(args)
     teacher = load_trained(args, "big", BIG_SHAPE)
     if (args.work_dir / "seed.ckpt").exists():
-        student = cut_decoder(load_trained(args, "seed", SEED_SHAPE), SMALL_DECODER_LAYERS, args.seed + 1).train()
+        seed_model = load_trained(args, "seed", SEED_SHAPE).cpu()
+        student = cut_decoder(seed_model, SMALL_DECODER_LAYERS, args.seed + 1).train()
     else:
         student = new_model(SMALL_SHAPE, args.seed + 1)
 
@@ -410,7 +499,7 @@ def teacher_forced_agreement(big, small, tokenizer, texts: list[str], batch_size
     """Share of positions where the small model's argmax equals the big model's greedy next token."""
     agree = total = 0
     for start in range(0, len(texts), batch_size):
-        batch = tokenizer(texts[start : start + batch_size], padding=True, return_tensors="pt")
+        batch = tokenizer(texts[start : start + batch_size], padding=True, return_tensors="pt").to(big.device)
         generated = big.generate(**batch, max_new_tokens=128, do_sample=False)
         decoder_input, targets = generated[:, :-1], generated[:, 1:]
         valid = torch.ones_like(targets, dtype=torch.bool)
@@ -426,8 +515,8 @@ def stage_eval(args) -> dict:
     tokenizer = load_tokenizer(args)
     big = load_trained(args, "big", BIG_SHAPE)
     small = load_trained(args, "small", SMALL_SHAPE)
-    _, held_out = split_corpus()
-    pairs, clean = evaluation_sets(held_out, args.seed + 7, args.eval_size)
+    _, held_out = split_corpus(args.work_dir)
+    pairs, clean = evaluation_sets(held_out, load_typos(args.work_dir), args.seed + 7, args.eval_size)
     noisy = [n for n, _ in pairs]
     references = [r for _, r in pairs]
     started = time.time()
@@ -460,7 +549,7 @@ def stage_eval(args) -> dict:
 
 MODEL_CARD = """# seq2spec speller: a T5 spelling corrector and its distilled draft
 
-Trained offline on CPU by `recipes/train_speller.py` (seed {seed}). Both models share one SentencePiece
+Trained offline by `recipes/train_speller.py` (seed {seed}). Both models share one SentencePiece
 tokenizer and are stored as float16 safetensors (`big/`, `small/`); `seq2spec.default_models.load_speller()`
 loads them (as float32 on CPU), and `Seq2SeqSpeculator()` / `seq2spec correct` use them when no model is named.
 
@@ -488,22 +577,26 @@ represents any misspelling.
 T5 v1.1 feed-forward (gated GELU) with a tied, scaled output head as in the original T5. Decoder cost is
 multiply-adds per decoder step (all layers and the LM head, 24-token source).
 
-How they were made, on 2 CPU cores under bf16 autocast (fp32 weights and optimizer): wide T5s trained from scratch
+How they were made (bf16 autocast, fp32 weights and optimizer): wide T5s trained from scratch
 here sat for thousands of steps on a "bag of source words" plateau before learning to copy in order, so the big
 model is grown. A seed with the big model's depth and head size but d_model {seed_d} and {seed_ff} feed-forward
 units learns to copy ({seed_copy_steps} clean -> clean steps), then to correct; it is widened to the big shape so
 that it computes the same function (each residual dimension repeated {widen_ratio} times, reading weights tiled and
 divided by {widen_ratio}, writing weights tiled, extra heads and feed-forward units writing zeros; {widen_noise}
 relative noise to break the symmetry) and the big model trains on correction. The small model is the seed cut to
-decoder layers 0 and 3 (it already copies), distilled from the big one: {distill_keep:.0%} cross-entropy on
-the clean text, {distill:.0%} KL
-divergence to the big model's next-token distribution on the same (corrupted -> clean) batches.
+decoder layers 0 and 3 (it already copies), distilled from the big one: {distill_keep:.0%} cross-entropy on the
+clean text, {distill:.0%} KL divergence to the big model's next-token distribution on the same (corrupted -> clean)
+batches.
 
 ## Training
-seed: {seed_steps} steps of batch {batch} ({seed_minutes:.0f} min); big: {big_steps} steps ({big_minutes:.0f} min);
-small: {small_steps} steps ({small_minutes:.0f} min); AdamW (betas 0.9, 0.98, weight decay 0.01), peak learning rate
-{seed_lr} (seed), {lr} (big) and {small_lr} (small), {warmup} warm-up steps, then cosine decay to 10%. The logs of
-loss and quick held-out CER are `seed_log.jsonl`, `big_log.jsonl` and `small_log.jsonl` in the work directory.
+AdamW (betas 0.9, 0.98, weight decay 0.01); the learning rate warms up linearly, then follows a cosine to 10% of its
+peak over each run's planned steps. Every run of a stage, in order (a run that starts from another's weights starts a
+fresh optimizer and schedule):
+
+{training_runs}
+
+The logs of loss and quick held-out CER are `seed_log.jsonl`, `big_log.jsonl` and `small_log.jsonl`, and these
+runs `*_runs.jsonl`, in the work directory.
 
 ## Held-out figures ({eval_corrupted} corrupted and {eval_clean} clean held-out sentences)
 | | value |
@@ -515,64 +608,74 @@ loss and quick held-out CER are `seed_log.jsonl`, `big_log.jsonl` and `small_log
 | small agrees with big's next token (teacher-forced on big's outputs) | {agreement_small_with_big:.1%} |
 
 ## Limits
-A small model trained for about {total_hours:.1f} h of CPU on ~47k short sentences of aphorisms and dictionary
+A small model trained for {total_hours:.1f} h in all on ~47k short sentences of aphorisms and dictionary
 examples: it fixes common misspellings of common words and copies what it does not know; it is no general grammar
 corrector, and long or technical text is outside its training distribution. It exists so that seq2spec works out of
 the box and so that speed can be measured on a real trained pair.
 """
 
 
-def stage_export(args) -> None:
-    tokenizer = load_tokenizer(args)
-    metrics = json.loads((args.work_dir / "metrics.json").read_text())
-    models = {}
-    for name, shape in (("big", BIG_SHAPE), ("small", SMALL_SHAPE)):
-        model = load_trained(args, name, shape)
-        models[name] = model
-        target = args.export_dir / name
-        model.half().save_pretrained(target, safe_serialization=True)
-        tokenizer.save_pretrained(target)
-    logs = {}
+STARTS = {"seed": "random", "big": "the widened seed", "small": "the seed, decoder cut"}
+
+
+def training_runs(work_dir: Path) -> tuple[str, float]:
+    """The model card's table of training runs (from ``*_runs.jsonl``, else from the logs) and their total hours."""
+    lines = [
+        "| stage | steps | hardware | batch | peak lr | warm-up | dropout | started from | minutes |",
+        "|---|---|---|---:|---:|---:|---:|---|---:|",
+    ]
+    minutes = 0.0
     for name in ("seed", "big", "small"):
-        path = args.work_dir / f"{name}_log.jsonl"
-        records = [json.loads(line) for line in open(path, encoding="utf-8")] if path.exists() else [{"step": 0}]
-        logs[name] = records[-1]
-    training, held_out = split_corpus()
-    config = {name: model.config for name, model in models.items()}
+        path = work_dir / f"{name}_runs.jsonl"
+        if path.exists():
+            runs = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+        else:  # a work directory from before runs were recorded: what the log says
+            log = work_dir / f"{name}_log.jsonl"
+            if not log.exists():
+                continue
+            last = json.loads(log.read_text(encoding="utf-8").splitlines()[-1])
+            runs = [{"steps": [0, last["step"]], "minutes": round(last.get("elapsed_s", 0) / 60, 1)}]
+        for run in runs:
+            first, last = run["steps"]
+            planned = run.get("planned_steps", last)
+            steps = f"{first}-{last}" + (f" (of {planned}: time budget)" if last < planned else "")
+            origin = run.get("init_from") or STARTS[name]
+            lines.append(
+                f"| {name} | {steps} | {run.get('hardware', '?')} | {run.get('batch_size', '?')} "
+                f"| {run.get('peak_lr', '?')} | {run.get('warmup', '?')} | {run.get('dropout', 0.0)} | {origin} "
+                f"| {run['minutes']} |"
+            )
+            minutes += run["minutes"]
+    return "\n".join(lines), minutes / 60
+
+
+def write_model_card(args, metrics: dict, configs: dict, vocab: int) -> None:
+    training, held_out = split_corpus(args.work_dir)
+    runs_table, hours = training_runs(args.work_dir)
     card = MODEL_CARD.format(
         seed=args.seed,
         corpus=len(training) + len(held_out),
         held_out=len(held_out),
-        vocab=len(tokenizer),
+        vocab=vocab,
         big_params=metrics["big_parameters"] / 1e6,
         small_params=metrics["small_parameters"] / 1e6,
-        big_layers=f"{config['big'].num_layers} / {config['big'].num_decoder_layers}",
-        small_layers=f"{config['small'].num_layers} / {config['small'].num_decoder_layers}",
-        big_d=config["big"].d_model,
-        small_d=config["small"].d_model,
-        big_ff=config["big"].d_ff,
-        small_ff=config["small"].d_ff,
+        big_layers=f"{configs['big'].num_layers} / {configs['big'].num_decoder_layers}",
+        small_layers=f"{configs['small'].num_layers} / {configs['small'].num_decoder_layers}",
+        big_d=configs["big"].d_model,
+        small_d=configs["small"].d_model,
+        big_ff=configs["big"].d_ff,
+        small_ff=configs["small"].d_ff,
         ratio=metrics["decoder_cost_ratio"],
-        big_steps=logs["big"]["step"],
-        small_steps=logs["small"]["step"],
-        batch=args.batch_size,
-        lr=args.lr,
-        seed_lr=args.seed_lr,
-        small_lr=args.small_lr,
-        seed_steps=logs["seed"]["step"],
-        seed_minutes=logs["seed"].get("elapsed_s", 0) / 60,
         seed_copy_steps=args.seed_copy_steps,
         seed_d=SEED_SHAPE["d_model"],
         seed_ff=SEED_SHAPE["d_ff"],
         widen_ratio=BIG_SHAPE["d_model"] // SEED_SHAPE["d_model"],
         widen_noise=args.widen_noise,
-        warmup=args.warmup,
         clean_share=args.clean_share,
         distill=args.distill_weight,
         distill_keep=1 - args.distill_weight,
-        total_hours=sum(log.get("elapsed_s", 0) for log in logs.values()) / 3600,
-        big_minutes=logs["big"].get("elapsed_s", args.big_minutes * 60) / 60,
-        small_minutes=logs["small"].get("elapsed_s", args.small_minutes * 60) / 60,
+        training_runs=runs_table,
+        total_hours=hours,
         **{
             key: metrics[key]
             for key in (
@@ -587,8 +690,22 @@ def stage_export(args) -> None:
         },
     )
     (args.export_dir / "MODEL_CARD.md").write_text(card, encoding="utf-8")
+
+
+def stage_export(args) -> None:
+    tokenizer = load_tokenizer(args)
+    metrics = json.loads((args.work_dir / "metrics.json").read_text())
+    configs = {}
+    for name, shape in (("big", BIG_SHAPE), ("small", SMALL_SHAPE)):
+        model = load_trained(args, name, shape)
+        configs[name] = model.config
+        target = args.export_dir / name
+        model.cpu().half().save_pretrained(target, safe_serialization=True)
+        tokenizer.save_pretrained(target)
+    write_model_card(args, metrics, configs, len(tokenizer))
     public = {key: value for key, value in metrics.items() if key != "examples"}
     (args.export_dir / "metrics.json").write_text(json.dumps(public, indent=2))
+    _, held_out = split_corpus(args.work_dir)
     write_heldout_sample(args, held_out)
     print(f"exported to {args.export_dir}")
 
@@ -600,7 +717,7 @@ def write_heldout_sample(args, held_out: list[str]) -> None:
     """
     import csv
 
-    pairs, clean = evaluation_sets(held_out, args.seed + 7, args.eval_size)
+    pairs, clean = evaluation_sets(held_out, load_typos(args.work_dir), args.seed + 7, args.eval_size)
     args.sample_path.parent.mkdir(parents=True, exist_ok=True)
     with open(args.sample_path, "w", encoding="utf-8", newline="") as handle:
         writer = csv.writer(handle, delimiter="\t", lineterminator="\n", quoting=csv.QUOTE_MINIMAL)
@@ -628,6 +745,12 @@ def main() -> None:
         "--widen-noise", type=float, default=0.01, help="relative noise on the seed's weights when the big grows"
     )
     parser.add_argument("--big-steps", type=int, default=3500)
+    parser.add_argument(
+        "--init-from",
+        type=Path,
+        help="big stage: start from these big-shape weights (a checkpoint, state dict or model.safetensors) "
+        "instead of growing the seed, with a fresh schedule: training continued on another machine",
+    )
     parser.add_argument("--small-steps", type=int, default=1500)
     parser.add_argument("--batch-size", type=int, default=64)
     parser.add_argument("--clean-share", type=float, default=0.3, help="training sentences left clean (copy)")
@@ -652,10 +775,17 @@ def main() -> None:
     parser.add_argument("--save-every", type=int, default=200)
     parser.add_argument("--time-budget-minutes", type=float, default=0, help="stop a stage after this (0: none)")
     parser.add_argument("--threads", type=int, default=2)
-    parser.add_argument("--big-minutes", type=float, default=0, help="model card: training time if not logged")
-    parser.add_argument("--small-minutes", type=float, default=0, help="model card: training time if not logged")
+    parser.add_argument("--device", default="auto", help="cpu, cuda, cuda:1, ... (auto: cuda when there is one)")
+    parser.add_argument(
+        "--data-workers", type=int, default=0, help="processes making batches ahead of the GPU (0: in the loop)"
+    )
+    parser.add_argument("--dropout", type=float, default=0.0, help="dropout rate of the big model while it trains")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
+    if args.device == "auto":
+        args.device = "cuda" if torch.cuda.is_available() else "cpu"
+    if torch.device(args.device).type == "cuda" and not torch.cuda.is_available():
+        parser.error(f"--device {args.device}: this torch sees no CUDA device")
     args.work_dir.mkdir(parents=True, exist_ok=True)
     stages = ["tokenizer", "seed", "big", "small", "eval", "export"] if args.stage == "all" else [args.stage]
     for stage in stages:

@@ -68,3 +68,66 @@ def test_cut_decoder_keeps_the_chosen_layers_and_the_position_bias():
     bias = cut.decoder.block[0].layer[0].SelfAttention.relative_attention_bias.weight
     assert torch.equal(bias, seed.decoder.block[0].layer[0].SelfAttention.relative_attention_bias.weight)
     assert torch.equal(cut.shared.weight, seed.shared.weight)
+
+
+SENTENCES = sorted(f"Sentence number {i} has {'some ' * (i % 5)}words in it." for i in range(200))
+TYPOS = {"sentence": ["sentense"], "words": ["wrods"], "number": ["numbr"]}
+
+
+def batch_stream(first: int, last: int):
+    from transformers import ByT5Tokenizer
+
+    corruptor = train_speller.speller_data.Corruptor(TYPOS, clean_share=0.3)
+    copier = train_speller.speller_data.Corruptor(TYPOS, clean_share=1.0)
+    return train_speller.BatchStream(ByT5Tokenizer(), SENTENCES, corruptor, copier, 3, 5, 4, first, last)
+
+
+@pytest.mark.parametrize("workers", [0, 2])
+def test_batch_stream_is_the_same_with_workers_and_when_resumed(workers):
+    """Batches depend on (seed, step) only: worker processes and a resumed run see what one unbroken loop sees."""
+    expected = [train_speller.make_batch(*stream_args(step)) for step in range(2, 9)]
+    loader = torch.utils.data.DataLoader(batch_stream(2, 9), batch_size=None, num_workers=workers)
+    got = list(loader)
+    assert len(got) == len(expected)
+    for (ids, mask, labels), (ids2, mask2, labels2) in zip(got, expected, strict=True):
+        assert torch.equal(ids, ids2) and torch.equal(mask, mask2) and torch.equal(labels, labels2)
+    first_step_sources = got[0][0]
+    assert not torch.equal(first_step_sources, got[-1][0])  # the steps differ
+
+
+def stream_args(step: int):
+    stream = batch_stream(0, 1)
+    noise = stream.copier if step < stream.copy_steps else stream.corruptor
+    return stream.tokenizer, SENTENCES, noise, stream.seed, step, stream.batch_size
+
+
+def test_sources_snapshot_is_read_back_without_the_system_corpus(tmp_path, monkeypatch):
+    monkeypatch.setattr(train_speller.speller_data, "load_corpus", lambda: SENTENCES)
+    monkeypatch.setattr(train_speller.speller_data, "load_typos", lambda: TYPOS)
+    assert train_speller.load_sources(tmp_path) == {"corpus": SENTENCES, "typos": TYPOS}
+
+    def unavailable():
+        raise FileNotFoundError("no corpus on this machine")
+
+    monkeypatch.setattr(train_speller.speller_data, "load_corpus", unavailable)
+    training, held_out = train_speller.split_corpus(tmp_path)
+    assert sorted(training + held_out) == SENTENCES and held_out
+    assert train_speller.load_typos(tmp_path) == TYPOS
+
+
+def test_model_card_lists_every_training_run(tmp_path):
+    runs = [
+        {"steps": [0, 3500], "planned_steps": 3500, "hardware": "CPU, 2 threads", "batch_size": 64, "peak_lr": 2e-4,
+         "warmup": 300, "minutes": 44.5, "dropout": 0.0, "init_from": None},
+        {"steps": [0, 649], "planned_steps": 1000, "hardware": "GPU", "batch_size": 512, "peak_lr": 3e-4,
+         "warmup": 100, "minutes": 3.1, "dropout": 0.1, "init_from": "big_init.pt"},
+    ]  # fmt: skip
+    (tmp_path / "big_runs.jsonl").write_text("".join(train_speller.json.dumps(run) + "\n" for run in runs))
+    (tmp_path / "seed_log.jsonl").write_text('{"step": 40, "elapsed_s": 60.0}\n')
+    table, hours = train_speller.training_runs(tmp_path)
+    lines = table.splitlines()
+    assert len(lines) == 2 + 3  # header, rule, the seed (from its log) and the two big runs
+    assert "| seed | 0-40 |" in lines[2] and "| 1.0 |" in lines[2]
+    assert "| big | 0-3500 | CPU, 2 threads | 64 |" in lines[3] and "the widened seed" in lines[3]
+    assert "0-649 (of 1000: time budget)" in lines[4] and "big_init.pt" in lines[4]
+    assert hours == pytest.approx((1.0 + 44.5 + 3.1) / 60)

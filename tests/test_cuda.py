@@ -1,0 +1,107 @@
+"""Every path on a CUDA device in float32, float16 and bfloat16 (the big model's device and dtype rule): the same
+tensor as ``big.generate`` run on that device in that dtype. Skipped where torch sees no GPU.
+
+This file imports nothing from conftest, so a GPU machine without the audio packages runs it alone:
+``python -m pytest --noconftest tests/test_cuda.py``.
+"""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+import torch
+
+from seq2spec import Seq2SeqSpeculator
+from seq2spec.toy_models import (
+    FAMILIES,
+    build_toy_model,
+    build_toy_whisper,
+    perturbed_copy,
+    random_sources,
+    toy_features,
+    varied_enough,
+    whisper_draft_sharing_encoder,
+)
+
+# SEQ2SPEC_TEST_DEVICE=cpu runs these tests on the CPU (to check the tests themselves where there is no GPU)
+DEVICE = os.environ.get("SEQ2SPEC_TEST_DEVICE", "cuda")
+pytestmark = pytest.mark.skipif(DEVICE == "cuda" and not torch.cuda.is_available(), reason="needs a CUDA device")
+DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
+MAX_NEW = 40
+
+
+def first_difference(actual: torch.Tensor, expected: torch.Tensor) -> str:
+    if actual.shape != expected.shape:
+        return f"shape {tuple(actual.shape)} != greedy {tuple(expected.shape)}"
+    rows = int((actual != expected).any(dim=1).sum())
+    first = (actual != expected).nonzero()[0].tolist()
+    return f"{rows} of {actual.shape[0]} rows differ from greedy, the first at (row, step) {first}"
+
+
+def assert_same(actual: torch.Tensor, expected: torch.Tensor) -> None:
+    assert actual.shape == expected.shape and torch.equal(actual, expected), first_difference(actual, expected)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("family", FAMILIES)
+def test_toy_families_on_cuda(family, dtype):
+    index = FAMILIES.index(family)
+    big = build_toy_model(family, seed=index).to(DEVICE, DTYPES[dtype])
+    draft = perturbed_copy(build_toy_model(family, seed=index), seed=100 + index).to(DEVICE, DTYPES[dtype])
+    pad = big.config.pad_token_id
+    for attempt in range(20):
+        input_ids, mask = random_sources(16, seed=3 + 1000 * attempt, pad_id=pad)
+        input_ids, mask = input_ids.to(DEVICE), mask.to(DEVICE)
+        expected = big.generate(input_ids, attention_mask=mask, do_sample=False, max_new_tokens=MAX_NEW)
+        if varied_enough(expected, pad, min_lengths=2):
+            break
+    else:
+        pytest.fail(f"no varied batch for {family} in {dtype}")
+    speculator = Seq2SeqSpeculator(big, draft, num_draft_tokens=4)
+    actual = speculator.generate(input_ids, mask, max_new_tokens=MAX_NEW)
+    assert actual.device.type == torch.device(DEVICE).type
+    assert_same(actual, expected)
+    assert speculator.last_stats.accepted_draft_tokens > 0
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_shipped_speller_on_cuda(dtype):
+    from seq2spec.default_models import load_speller
+
+    big, small, tokenizer = load_speller(device=DEVICE, dtype=DTYPES[dtype])
+    texts = [
+        "This sentense has a few erors in it.",
+        "She recieved a leter from her freind yesterday.",
+        "The weather is nice today.",
+        "Teh quick brown fox jumpd over the lazy dog.",
+        "I beleive we can acheive this goal together.",
+        "An apple a day keeps the doctor away.",
+    ] * 4
+    batch = tokenizer(texts, padding=True, return_tensors="pt").to(DEVICE)
+    expected = big.generate(**batch, do_sample=False, max_new_tokens=64)
+    for mode in ({"small": small}, {"small": small, "acceptance": "batch-min"}, {"draft": "input-copy"}):
+        speculator = Seq2SeqSpeculator(big, tokenizer=tokenizer, **mode)
+        assert_same(speculator.generate(batch["input_ids"], batch["attention_mask"], max_new_tokens=64), expected)
+    corrected = Seq2SeqSpeculator(big, small, tokenizer=tokenizer).correct(texts, batch_size=8, max_new_tokens=64)
+    assert corrected == tokenizer.batch_decode(expected, skip_special_tokens=True)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_whisper_short_and_long_form_on_cuda(dtype):
+    big = build_toy_whisper().to(DEVICE, DTYPES[dtype])
+    draft = whisper_draft_sharing_encoder(big)
+    features = toy_features(4, seed=4).to(DEVICE, DTYPES[dtype])
+    expected = big.generate(features, max_new_tokens=30, language="fr")
+    assert_same(Seq2SeqSpeculator(big, draft).generate(input_features=features, max_new_tokens=30, language="fr"),
+                expected)  # fmt: skip
+    frames = [7000, 4500]
+    features = toy_features(2, max(frames), seed=22)
+    mask = torch.zeros(2, max(frames), dtype=torch.long)
+    for row, length in enumerate(frames):
+        mask[row, :length] = 1
+        features[row, :, length:] = 0.0
+    features, mask = features.to(DEVICE, DTYPES[dtype]), mask.to(DEVICE)
+    kwargs = {"attention_mask": mask, "return_timestamps": True, "language": "en"}
+    expected = big.generate(features, **kwargs)
+    assert_same(Seq2SeqSpeculator(big, draft).generate(input_features=features, **kwargs), expected)

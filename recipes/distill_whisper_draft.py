@@ -20,7 +20,8 @@ Stages (``--stage all`` runs them in order; each resumes from what ``--work-dir`
   eval    chooses the draft's output vocabulary (``--output-tokens``: every token of base's training labels, then
           the most frequent tokens of the training sentences, plus all special and timestamp tokens); teacher-
           forced agreement of the draft's next token with base's per held-out set, with that vocabulary and with
-          the full one; sizes and decoder cost relative to base; writes metrics.json.
+          the full one, and split by how sure base is of its token (first choice ahead of the second by more
+          than 2 nats, or not); sizes and decoder cost relative to base; writes metrics.json.
   export  the draft's own weights in fp16 and its output token ids (seq2spec/assets/whisper_base_draft), model
           card and metrics.
 
@@ -483,6 +484,23 @@ def learning_rate(step: int, total: int, peak: float, warmup: int) -> float:
     return peak * (0.05 + 0.95 * 0.5 * (1 + math.cos(math.pi * progress)))
 
 
+SURE_MARGIN = 2.0  # nats between base's first and second choice above which base counts as sure of its token
+
+
+def agreement_by_confidence(
+    predicted: torch.Tensor, top_ids: torch.Tensor, top_logprobs: torch.Tensor, counts: dict[str, list[int]]
+) -> None:
+    """Adds (matches, positions) to ``counts["base_sure"]`` and ``counts["base_unsure"]``: positions where base's
+    first choice leads its second by more than ``SURE_MARGIN`` nats, and the others. ``predicted`` is the draft's
+    token per position, ``top_ids``/``top_logprobs`` base's top-k there ([positions, k], k >= 2)."""
+    sure = (top_logprobs[:, 0] - top_logprobs[:, 1]) > SURE_MARGIN
+    agree = predicted == top_ids[:, 0]
+    for name, chosen in (("base_sure", sure), ("base_unsure", ~sure)):
+        entry = counts.setdefault(name, [0, 0])
+        entry[0] += int((agree & chosen).sum())
+        entry[1] += int(chosen.sum())
+
+
 @torch.no_grad()
 def agreement_on(
     draft,
@@ -491,9 +509,11 @@ def agreement_on(
     batch_size: int = 16,
     output_weight: torch.Tensor | None = None,
     output_tokens: torch.Tensor | None = None,
+    by_confidence: dict[str, list[int]] | None = None,
 ) -> tuple[float, int]:
     """Teacher-forced agreement with base's next token; with ``output_weight`` the draft scores only
-    ``output_tokens`` (the rows of base's projection it holds), as it does once exported."""
+    ``output_tokens`` (the rows of base's projection it holds), as it does once exported. ``by_confidence``, when
+    given, also collects the counts of ``agreement_by_confidence``."""
     draft.eval()
     matches = total = 0
     for start in range(0, len(data), batch_size):
@@ -505,6 +525,8 @@ def agreement_on(
             predicted = output_tokens[predicted]
         matches += int((predicted == batch["top_ids"][mask][:, 0]).sum())
         total += int(mask.sum())
+        if by_confidence is not None:
+            agreement_by_confidence(predicted, batch["top_ids"][mask], batch["top_logprobs"][mask], by_confidence)
     return matches / max(1, total), total
 
 
@@ -669,8 +691,12 @@ def stage_eval(args) -> dict:
     for folder in present_splits(args, EVAL_SPLITS):
         split = folder.name
         data = EncodedSet(folder)
-        agreement, tokens = agreement_on(subset_draft, data, pad_id)
+        by_confidence: dict[str, list[int]] = {}
+        agreement, tokens = agreement_on(subset_draft, data, pad_id, by_confidence=by_confidence)
         results[f"agreement_{split}"] = round(agreement, 4)
+        for name, (agree, positions) in by_confidence.items():  # where base itself hesitates, drafts miss most
+            results[f"agreement_{name}_{split}"] = round(agree / max(1, positions), 4)
+            results[f"share_{name}_{split}"] = round(positions / max(1, tokens), 4)
         results[f"tokens_{split}"] = tokens
         results[f"clips_{split}"] = len(data)
         line = f"{split}: teacher-forced agreement {agreement:.3f} over {tokens} tokens ({len(data)} clips)"

@@ -28,3 +28,14 @@ def test_a_short_last_chunk_is_redone_once_the_set_grows(tmp_path):
     assert distill_whisper_draft.chunks_to_encode(tmp_path, 40, 16) == []
     # grown to 70 clips: the 8-clip chunk must hold 16 now, and two chunks are new
     assert distill_whisper_draft.chunks_to_encode(tmp_path, 70, 16) == [32, 48, 64]
+
+
+def test_agreement_is_split_by_how_sure_base_is():
+    predicted = torch.tensor([5, 6, 7, 8])
+    top_ids = torch.tensor([[5, 1], [9, 6], [7, 2], [3, 8]])
+    top_logprobs = torch.tensor([[-0.1, -5.0], [-0.6, -0.9], [-1.0, -1.5], [-0.2, -4.0]])
+    counts: dict[str, list[int]] = {}
+    distill_whisper_draft.agreement_by_confidence(predicted, top_ids, top_logprobs, counts)
+    assert counts == {"base_sure": [1, 2], "base_unsure": [1, 2]}  # sure: rows 0 (agrees) and 3; unsure: 1 and 2
+    distill_whisper_draft.agreement_by_confidence(predicted[:1], top_ids[:1], top_logprobs[:1], counts)
+    assert counts["base_sure"] == [2, 3]

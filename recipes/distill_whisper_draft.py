@@ -153,17 +153,26 @@ def write_clip(path: Path, samples: np.ndarray) -> float:
     return len(samples) / RATE
 
 
-def synthetic_clip(rng: random.Random, sentences: list[str]) -> tuple[str, np.ndarray, str]:
+def synthetic_plan(rng: random.Random, sentences: list[str]) -> dict:
+    """Every random choice of a short clip, drawn without speaking it (so a generator can be advanced cheaply)."""
     count = rng.choice((1, 1, 2, 2, 3))
     text = " ".join(rng.choice(sentences) for _ in range(count))
     engine, voice = rng.choice(VOICES)
     stretch = rng.uniform(0.8, 1.3)
-    samples = speak(text, engine, voice, stretch) * rng.uniform(0.3, 1.0)
-    if rng.random() < 0.3:  # mild background noise on some clips
-        noise = np.random.default_rng(rng.randrange(1 << 30)).standard_normal(len(samples)).astype(np.float32)
-        samples = samples + noise * rng.uniform(0.002, 0.01)
-    lead = np.zeros(int(rng.uniform(0.0, 0.8) * RATE), dtype=np.float32)
-    return text, np.concatenate([lead, samples]), f"{engine}:{voice}:{stretch:.2f}"
+    gain = rng.uniform(0.3, 1.0)
+    noise = (rng.randrange(1 << 30), rng.uniform(0.002, 0.01)) if rng.random() < 0.3 else None  # on some clips
+    return {"text": text, "engine": engine, "voice": voice, "stretch": stretch, "gain": gain, "noise": noise,
+            "lead": rng.uniform(0.0, 0.8)}  # fmt: skip
+
+
+def synthetic_clip(rng: random.Random, sentences: list[str]) -> tuple[str, np.ndarray, str]:
+    plan = synthetic_plan(rng, sentences)
+    samples = speak(plan["text"], plan["engine"], plan["voice"], plan["stretch"]) * plan["gain"]
+    if plan["noise"] is not None:  # mild background noise
+        noise_seed, level = plan["noise"]
+        samples = samples + np.random.default_rng(noise_seed).standard_normal(len(samples)).astype(np.float32) * level
+    lead = np.zeros(int(plan["lead"] * RATE), dtype=np.float32)
+    return plan["text"], np.concatenate([lead, samples]), f"{plan['engine']}:{plan['voice']}:{plan['stretch']:.2f}"
 
 
 def long_clip(rng: random.Random, sentences: list[str]) -> tuple[str, np.ndarray, str]:
@@ -197,11 +206,17 @@ def speak_long_set(args, split: str, sentences: list[str], count: int, first: in
     does not depend on the others."""
     records = []
     for index in tqdm(range(first, count), desc=f"speaking {split}"):
-        text, samples, voice = long_clip(random.Random(f"{args.seed}:{split}:{index}"), sentences)
+        seed = data_seed(args) if split in TRAIN_SPLITS else args.seed
+        text, samples, voice = long_clip(random.Random(f"{seed}:{split}:{index}"), sentences)
         path = args.work_dir / "audio" / split / f"{index:05d}.wav"
         seconds = write_clip(path, samples)
         records.append({"split": split, "path": str(path), "text": text, "voice": voice, "seconds": seconds})
     return records
+
+
+def data_seed(args) -> int:
+    """The seed of the training clips (``--data-seed``, else ``--seed``); held-out clips always follow ``--seed``."""
+    return args.seed if args.data_seed is None else args.data_seed
 
 
 def write_manifest(manifest: Path, records: list[dict]) -> None:
@@ -229,11 +244,16 @@ def stage_data(args) -> None:
     train_text, held_text = split_sentences(args.held_out_percent)
     print(f"data: {len(train_text)} training and {len(held_text)} held-out sentences")
     rng = random.Random(args.seed)
+    train_rng = rng
+    if data_seed(args) != args.seed:  # other training clips, the same held-out clips: advance rng as if spoken
+        train_rng = random.Random(f"{data_seed(args)}:train")
+        for _ in range(args.train_clips):
+            synthetic_plan(rng, train_text)
     records = []
-    plan = [("train", train_text, args.train_clips), ("heldout", held_text, args.heldout_clips)]
-    for split, sentences, count in plan:
+    plan = [("train", train_text, args.train_clips, train_rng), ("heldout", held_text, args.heldout_clips, rng)]
+    for split, sentences, count, generator in plan:
         for index in tqdm(range(count), desc=f"speaking {split}"):
-            text, samples, voice = synthetic_clip(rng, sentences)
+            text, samples, voice = synthetic_clip(generator, sentences)
             path = args.work_dir / "audio" / split / f"{index:05d}.wav"
             seconds = write_clip(path, samples)
             records.append({"split": split, "path": str(path), "text": text, "voice": voice, "seconds": seconds})
@@ -538,6 +558,14 @@ def present_splits(args, splits: tuple[str, ...]) -> list[Path]:
 def stage_train(args) -> None:
     big, processor = load_base(args)
     pad_id = big.generation_config.eos_token_id
+    initial_draft = None
+    if args.init_draft is not None:
+        from seq2spec.whisper_draft import load_whisper_draft, output_token_ids
+
+        initial_draft = load_whisper_draft(big, args.init_draft)
+        subset, path = output_token_ids(initial_draft), args.work_dir / "output_tokens.pt"
+        if subset is not None and not path.is_file():  # keep the vocabulary the draft was trained for
+            torch.save(subset.cpu(), path)
     output_tokens = output_tokens_for(args, big, processor.tokenizer)
     output_weight = positions = None
     if output_tokens is not None:
@@ -549,6 +577,9 @@ def stage_train(args) -> None:
     print(f"training on {len(train)} clips ({', '.join(f.name for f in present_splits(args, TRAIN_SPLITS))})")
     torch.manual_seed(args.seed)
     draft, trainable = new_draft(args, big)
+    if initial_draft is not None:
+        draft.model.decoder.layers.load_state_dict(initial_draft.model.decoder.layers.float().state_dict())
+        draft.model.decoder.layer_norm.load_state_dict(initial_draft.model.decoder.layer_norm.float().state_dict())
     optimizer = torch.optim.AdamW(trainable, lr=args.lr, weight_decay=0.01)
     checkpoint = args.work_dir / "draft.ckpt"
     step, elapsed = 0, 0.0
@@ -833,6 +864,18 @@ def main() -> None:
     )
     parser.add_argument("--export-dir", type=Path, default=Path("seq2spec/assets/whisper_base_draft"))
     parser.add_argument("--seed", type=int, default=0, help="seeds the data, the batches and the initialisation")
+    parser.add_argument(
+        "--data-seed",
+        type=int,
+        help="seeds the training clips alone (default: --seed); the held-out clips stay those of --seed, so a "
+        "run on fresh training speech is evaluated on the same clips",
+    )
+    parser.add_argument(
+        "--init-draft",
+        type=Path,
+        help="train stage: start from this saved draft (e.g. seq2spec/assets/whisper_base_draft) and its output "
+        "vocabulary instead of base's --init-layers",
+    )
     parser.add_argument("--train-clips", type=int, default=1400, help="synthetic training clips to speak")
     parser.add_argument("--heldout-clips", type=int, default=120, help="synthetic held-out clips (unseen sentences)")
     parser.add_argument("--held-out-percent", type=int, default=5, help="share of corpus sentences held out")

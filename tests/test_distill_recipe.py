@@ -39,3 +39,19 @@ def test_agreement_is_split_by_how_sure_base_is():
     assert counts == {"base_sure": [1, 2], "base_unsure": [1, 2]}  # sure: rows 0 (agrees) and 3; unsure: 1 and 2
     distill_whisper_draft.agreement_by_confidence(predicted[:1], top_ids[:1], top_logprobs[:1], counts)
     assert counts["base_sure"] == [2, 3]
+
+
+def test_a_planned_clip_advances_the_generator_as_a_spoken_one(monkeypatch):
+    """--data-seed replays the training clips' plans without speaking them, so the held-out clips stay the same."""
+    import random
+
+    import numpy as np
+
+    monkeypatch.setattr(distill_whisper_draft, "speak", lambda *args: np.ones(1600, dtype=np.float32))
+    sentences = [f"sentence {i}." for i in range(50)]
+    spoken, planned = random.Random(3), random.Random(3)
+    clips = [distill_whisper_draft.synthetic_clip(spoken, sentences) for _ in range(20)]
+    plans = [distill_whisper_draft.synthetic_plan(planned, sentences) for _ in range(20)]
+    assert [text for text, _, _ in clips] == [plan["text"] for plan in plans]
+    assert spoken.random() == planned.random()
+    assert len({len(samples) for _, samples, _ in clips}) > 1  # leads of different lengths: the plans differ

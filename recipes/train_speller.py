@@ -17,6 +17,7 @@ Every batch is drawn from a generator seeded by (seed, step), so a resumed run s
 from __future__ import annotations
 
 import argparse
+import functools
 import gzip
 import json
 import math
@@ -54,6 +55,7 @@ SMALL_DECODER_LAYERS = (0, 3)
 SOURCES_FILE = "sources.json.gz"
 
 
+@functools.lru_cache(maxsize=2)
 def load_sources(work_dir: Path) -> dict:
     """The clean corpus and codespell's typos, read once from the system and kept in ``work_dir`` after that."""
     path = work_dir / SOURCES_FILE
@@ -421,7 +423,7 @@ def stage_big(args) -> None:
         model.load_state_dict({k: v.float() for k, v in load_weights(args.init_from).items()})
         model.train()
     elif (args.work_dir / "seed.ckpt").exists():
-        model = widen(load_trained(args, "seed", SEED_SHAPE).cpu(), BIG_SHAPE, args.seed, noise=args.widen_noise)
+        model = widen(load_trained(args, "seed", SEED_SHAPE, "cpu"), BIG_SHAPE, args.seed, noise=args.widen_noise)
         model.train()
     else:
         model = new_model(BIG_SHAPE, args.seed)
@@ -441,11 +443,12 @@ def load_weights(path: Path) -> dict[str, torch.Tensor]:
     return state["model"] if "model" in state else state
 
 
-def load_trained(args, name: str, shape: dict):
+def load_trained(args, name: str, shape: dict, device: str | None = None):
+    """The stage's checkpointed model, in eval mode, on ``device`` (default: ``--device``)."""
     model = new_model(shape, args.seed)
     state = torch.load(args.work_dir / f"{name}.ckpt", map_location="cpu")
     model.load_state_dict(state["model"])
-    return model.to(args.device).eval()
+    return model.to(device or args.device).eval()
 
 
 @torch.no_grad()
@@ -473,7 +476,7 @@ def stage_small(args) -> None:
     tokenizer = load_tokenizer(args)
     teacher = load_trained(args, "big", BIG_SHAPE)
     if (args.work_dir / "seed.ckpt").exists():
-        seed_model = load_trained(args, "seed", SEED_SHAPE).cpu()
+        seed_model = load_trained(args, "seed", SEED_SHAPE, "cpu")
         student = cut_decoder(seed_model, SMALL_DECODER_LAYERS, args.seed + 1).train()
     else:
         student = new_model(SMALL_SHAPE, args.seed + 1)

@@ -32,6 +32,7 @@ from dataclasses import asdict
 from pathlib import Path
 
 import torch
+import transformers
 
 from seq2spec import Seq2SeqSpeculator, SpeculationStats
 from seq2spec.audio import load_audio
@@ -40,7 +41,7 @@ from seq2spec.whisper_draft import load_whisper_draft, output_token_ids
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_core import DecoderCallCounter  # noqa: E402
-from bench_spelling import DTYPES, Row, markdown, plot  # noqa: E402
+from bench_spelling import DTYPES, PEERS, Row, markdown, plot  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLES = ROOT / "recipes" / "data" / "asr_samples"
@@ -101,7 +102,8 @@ def faster_whisper_methods(threads: int) -> dict[str, Callable]:
     return methods
 
 
-def bench(args) -> list[Row]:
+def bench(args, failures: dict[str, str]) -> list[Row]:
+    """Rows of the table; a peer that raises is left out of that case and its error kept in ``failures``."""
     device = torch.device(args.device)
     big, draft, processor = load_whisper_base_pair(device=device, dtype=DTYPES[args.dtype])
     counter = DecoderCallCounter(big)
@@ -169,20 +171,28 @@ def bench(args) -> list[Row]:
         # first pass, untimed (it is also the warm-up): outputs, decoder calls, statistics, memory
         passes: dict[str, tuple] = {}
         reference, reference_texts = None, None
-        for name, method in methods.items():
+        for name, method in list(methods.items()):
             counter.calls = 0
             if device.type == "cuda":
                 torch.cuda.reset_peak_memory_stats()
             outputs, total = [], SpeculationStats()
-            for batch in batches:
-                result = call(name, method, batch)
-                if name in peers:
-                    outputs.append(result)
-                    continue
-                output, stats = result
-                outputs.append(output)
-                if stats is not None:
-                    total.merge(stats)
+            try:
+                for batch in batches:
+                    result = call(name, method, batch)
+                    if name in peers:
+                        outputs.append(result)
+                        continue
+                    output, stats = result
+                    outputs.append(output)
+                    if stats is not None:
+                        total.merge(stats)
+            except Exception as error:  # another project's method failing here is a result, not a crash
+                if name not in PEERS and name not in peers:
+                    raise
+                failures[f"{name}, batch {label}"] = f"{type(error).__name__}: {error}"
+                print(f"{label:>9} {name}: failed ({failures[f'{name}, batch {label}']})", flush=True)
+                del methods[name]
+                continue
             peak = torch.cuda.max_memory_allocated() / 2**20 if device.type == "cuda" else None
             if reference is None:
                 reference = outputs
@@ -268,18 +278,21 @@ def main() -> None:
         machine = f"CPU {platform.processor() or platform.machine()}, {args.threads} threads, torch {torch.__version__}"
     else:
         machine = f"{torch.cuda.get_device_name(0)}, torch {torch.__version__}, {args.dtype}"
-    rows = bench(args)
+    machine += f", transformers {transformers.__version__}"
+    failures: dict[str, str] = {}
+    rows = bench(args, failures)
     args.out.mkdir(parents=True, exist_ok=True)
     stem = args.out / (args.name or f"asr_{'cpu' if args.device == 'cpu' else 'cuda'}")
     record = {
         "machine": machine,
         "args": {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()},
         "rows": [asdict(r) for r in rows],
+        "failures": failures,
     }
     Path(f"{stem}.json").write_text(json.dumps(record, indent=2))
     settings = f"; seq2spec min_draft_confidence {args.min_draft_confidence}" if args.min_draft_confidence else ""
     title = machine + settings + "; batch -1 = the long-form file"
-    table = markdown(rows, title).replace("| -1 |", "| long form |")
+    table = markdown(rows, title, failures).replace("| -1 |", "| long form |")
     Path(f"{stem}.md").write_text(table)
     plot([r for r in rows if r.batch_size > 0], stem)
     print()

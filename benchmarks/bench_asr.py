@@ -41,7 +41,7 @@ from seq2spec.whisper_draft import load_whisper_draft, output_token_ids
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_core import DecoderCallCounter  # noqa: E402
-from bench_spelling import DTYPES, PEERS, Row, markdown, plot  # noqa: E402
+from bench_spelling import DTYPES, PEERS, Row, markdown, plot, record_peer_failure  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLES = ROOT / "recipes" / "data" / "asr_samples"
@@ -189,8 +189,7 @@ def bench(args, failures: dict[str, str]) -> list[Row]:
             except Exception as error:  # another project's method failing here is a result, not a crash
                 if name not in PEERS and name not in peers:
                     raise
-                failures[f"{name}, batch {label}"] = f"{type(error).__name__}: {error}"
-                print(f"{label:>9} {name}: failed ({failures[f'{name}, batch {label}']})", flush=True)
+                record_peer_failure(failures, f"{name}, batch {label}", error)
                 del methods[name]
                 continue
             peak = torch.cuda.max_memory_allocated() / 2**20 if device.type == "cuda" else None

@@ -72,6 +72,12 @@ def _sync(device: torch.device) -> None:
 PEERS = ("hf assisted",)  # another project's method: a failure of it is recorded, and the run goes on
 
 
+def record_peer_failure(failures: dict[str, str], case: str, error: Exception) -> None:
+    """Keeps a peer's error for the results (``case``: method and batch) and says so; the run goes on."""
+    failures[case] = f"{type(error).__name__}: {error}"
+    print(f"{case}: failed ({failures[case]})", flush=True)
+
+
 def bench(args, failures: dict[str, str]) -> list[Row]:
     """Rows of the table; a peer that raises is left out of its batch size and its error kept in ``failures``."""
     device = torch.device(args.device)
@@ -121,8 +127,7 @@ def bench(args, failures: dict[str, str]) -> list[Row]:
             except Exception as error:
                 if name not in PEERS:
                     raise
-                failures[f"{name}, batch size {batch_size}"] = f"{type(error).__name__}: {error}"
-                print(f"bs={batch_size:<3} {name}: failed ({failures[f'{name}, batch size {batch_size}']})", flush=True)
+                record_peer_failure(failures, f"{name}, batch size {batch_size}", error)
                 del methods[name]
         times: dict[str, list[float]] = {name: [] for name in methods}
         for _ in range(args.repeats):

@@ -215,6 +215,25 @@ def cer(references: list[str], hypotheses: list[str]) -> float:
     return float(jiwer.cer(references, hypotheses))
 
 
+def word_outcomes(noisy: list[str], references: list[str], outputs: list[str]) -> dict[str, int]:
+    """Word by word, what a corrector did to corrupted sentences: of the misspelled words, how many it ``fixed``,
+    ``left`` as they were or ``changed`` into another wrong word; of the correct words, how many it ``kept`` or
+    ``broke``. Sentences whose output has another number of words are counted apart (``unaligned``)."""
+    counts = dict.fromkeys(("fixed", "left", "changed", "kept", "broke", "unaligned"), 0)
+    for source, reference, output in zip(noisy, references, outputs, strict=True):
+        words = source.split(" "), reference.split(" "), output.split(" ")
+        if len({len(sentence) for sentence in words}) > 1:
+            counts["unaligned"] += 1
+            continue
+        for given, wanted, written in zip(*words, strict=True):
+            if given != wanted:
+                outcome = "fixed" if written == wanted else "left" if written == given else "changed"
+            else:
+                outcome = "kept" if written == wanted else "broke"
+            counts[outcome] += 1
+    return counts
+
+
 def quick_eval(model, tokenizer, pairs, clean) -> dict:
     # 48 new tokens cover the quick-evaluation sentences and keep an untrained model's babbling cheap
     hypotheses = correct_texts(model, tokenizer, [noisy for noisy, _ in pairs], max_new_tokens=48)
@@ -420,7 +439,7 @@ def stage_big(args) -> None:
     tokenizer = load_tokenizer(args)
     if args.init_from:
         model = new_model(BIG_SHAPE, args.seed)
-        model.load_state_dict({k: v.float() for k, v in load_weights(args.init_from).items()})
+        model.load_state_dict(load_weights(args.init_from))
         model.train()
     elif (args.work_dir / "seed.ckpt").exists():
         model = widen(load_trained(args, "seed", SEED_SHAPE, "cpu"), BIG_SHAPE, args.seed, noise=args.widen_noise)
@@ -433,14 +452,23 @@ def stage_big(args) -> None:
     train_loop(args, "big", model, args.big_steps, args.lr, cross_entropy, tokenizer, copy_steps=args.copy_steps)
 
 
+# Tied to ``shared.weight`` (T5's one embedding matrix): safetensors exports store it once.
+TIED_KEYS = ("encoder.embed_tokens.weight", "decoder.embed_tokens.weight", "lm_head.weight")
+
+
 def load_weights(path: Path) -> dict[str, torch.Tensor]:
-    """A state dict from a checkpoint of this recipe (its "model" entry), a bare state dict, or safetensors."""
+    """A state dict from a checkpoint of this recipe (its "model" entry), a bare state dict, or safetensors (an
+    export such as the shipped ``big/model.safetensors``, whose tied embedding copies are filled in), as float32."""
     if path.suffix == ".safetensors":
         from safetensors.torch import load_file
 
-        return load_file(path)
-    state = torch.load(path, map_location="cpu")
-    return state["model"] if "model" in state else state
+        state = load_file(path)
+        for key in TIED_KEYS:
+            state.setdefault(key, state["shared.weight"])
+    else:
+        state = torch.load(path, map_location="cpu")
+        state = state["model"] if "model" in state else state
+    return {key: value.float() for key, value in state.items()}
 
 
 def load_trained(args, name: str, shape: dict, device: str | None = None):
@@ -536,6 +564,7 @@ def stage_eval(args) -> dict:
         "cer_big": cer(references, corrected),
         "cer_small": cer(references, small_corrected),
         "clean_unchanged_big": sum(a == b for a, b in zip(unchanged, clean, strict=True)) / len(clean),
+        "words_big": word_outcomes(noisy, references, corrected),
         "agreement_small_with_big": teacher_forced_agreement(big, small, tokenizer, noisy + clean),
         "big_parameters": params(big),
         "small_parameters": params(small),
@@ -609,6 +638,7 @@ runs `*_runs.jsonl`, in the work directory.
 | CER after the small model's correction | {cer_small:.4f} |
 | clean sentences returned unchanged (big) | {clean_unchanged_big:.1%} |
 | small agrees with big's next token (teacher-forced on big's outputs) | {agreement_small_with_big:.1%} |
+{word_table}
 
 ## Limits
 A small model trained for {total_hours:.1f} h in all on ~47k short sentences of aphorisms and dictionary
@@ -652,6 +682,23 @@ def training_runs(work_dir: Path) -> tuple[str, float]:
     return "\n".join(lines), minutes / 60
 
 
+def word_table(words: dict[str, int] | None) -> str:
+    """The model card's word-by-word account of the big model's corrections (empty for older metrics files)."""
+    if not words:
+        return ""
+    misspelled = words["fixed"] + words["left"] + words["changed"]
+    correct = words["kept"] + words["broke"]
+    return (
+        "\nWord by word, on the corrupted sentences whose correction has as many words as the input "
+        f"({words['unaligned']} sentences had not and are left out):\n\n"
+        "| misspelled words | fixed | left as they were | changed into another wrong word |\n|---:|---:|---:|---:|\n"
+        f"| {misspelled} | {words['fixed'] / misspelled:.1%} | {words['left'] / misspelled:.1%} "
+        f"| {words['changed'] / misspelled:.1%} |\n\n"
+        "| correct words | kept | broken |\n|---:|---:|---:|\n"
+        f"| {correct} | {words['kept'] / correct:.1%} | {words['broke'] / correct:.1%} |\n"
+    )
+
+
 def write_model_card(args, metrics: dict, configs: dict, vocab: int) -> None:
     training, held_out = split_corpus(args.work_dir)
     runs_table, hours = training_runs(args.work_dir)
@@ -679,6 +726,7 @@ def write_model_card(args, metrics: dict, configs: dict, vocab: int) -> None:
         distill_keep=1 - args.distill_weight,
         training_runs=runs_table,
         total_hours=hours,
+        word_table=word_table(metrics.get("words_big")),
         **{
             key: metrics[key]
             for key in (

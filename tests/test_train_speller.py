@@ -131,3 +131,30 @@ def test_model_card_lists_every_training_run(tmp_path):
     assert "| big | 0-3500 | CPU, 2 threads | 64 |" in lines[3] and "the widened seed" in lines[3]
     assert "0-649 (of 1000: time budget)" in lines[4] and "big_init.pt" in lines[4]
     assert hours == pytest.approx((1.0 + 44.5 + 3.1) / 60)
+
+
+def test_init_weights_load_from_an_export_whose_tied_embeddings_are_stored_once(tmp_path):
+    """--init-from accepts the shipped ``model.safetensors``: the export keeps the shared embedding once, and the
+    encoder/decoder embeddings and the LM head are filled in from it."""
+    model = trained_looking_seed()
+    model.half().save_pretrained(tmp_path / "export")
+    stored = (tmp_path / "export" / "model.safetensors")
+    from safetensors.torch import load_file
+
+    assert "lm_head.weight" not in load_file(stored)
+    restored = train_speller.new_model(SEED, 5)
+    restored.load_state_dict(train_speller.load_weights(stored))
+    source, target = torch.randint(3, 2048, (2, 9)), torch.randint(3, 2048, (2, 5))
+    torch.testing.assert_close(logits(restored.eval(), source, target), logits(model.float(), source, target))
+
+
+def test_word_outcomes_sorts_each_word_and_sets_unaligned_sentences_apart():
+    noisy = ["Teh cat sat on teh mat", "a b c", "I seen it"]
+    references = ["The cat sat on the mat", "a b c", "I saw it"]
+    outputs = ["The cat sit on teh mut", "a b", "I seen it"]
+    counts = train_speller.word_outcomes(noisy, references, outputs)
+    assert counts == {"fixed": 1, "left": 2, "changed": 0, "kept": 4, "broke": 2, "unaligned": 1}
+    assert train_speller.word_outcomes(["Thsi"], ["This"], ["Thus"])["changed"] == 1
+    table = train_speller.word_table(counts)
+    assert "| 3 | 33.3% | 66.7% | 0.0% |" in table and "| 6 | 66.7% | 33.3% |" in table
+    assert train_speller.word_table(None) == ""

@@ -372,6 +372,8 @@ def record_run(args, name: str, first: int, last: int, planned: int, peak_lr: fl
     }
     if name == "big":
         run.update(dropout=args.dropout, init_from=str(args.init_from) if args.init_from else None)
+    if name == "small":
+        run.update(init_from=str(args.small_init_from) if args.small_init_from else None)
     with open(args.work_dir / f"{name}_runs.jsonl", "a", encoding="utf-8") as handle:
         handle.write(json.dumps(run) + "\n")
 
@@ -503,7 +505,11 @@ def cut_decoder(model, decoder_layers: tuple[int, ...], seed: int):
 def stage_small(args) -> None:
     tokenizer = load_tokenizer(args)
     teacher = load_trained(args, "big", BIG_SHAPE)
-    if (args.work_dir / "seed.ckpt").exists():
+    if args.small_init_from:
+        student = new_model(SMALL_SHAPE, args.seed + 1)
+        student.load_state_dict(load_weights(args.small_init_from))
+        student.train()
+    elif (args.work_dir / "seed.ckpt").exists():
         seed_model = load_trained(args, "seed", SEED_SHAPE, "cpu")
         student = cut_decoder(seed_model, SMALL_DECODER_LAYERS, args.seed + 1).train()
     else:
@@ -803,6 +809,12 @@ def main() -> None:
         "instead of growing the seed, with a fresh schedule: training continued on another machine",
     )
     parser.add_argument("--small-steps", type=int, default=1500)
+    parser.add_argument(
+        "--small-init-from",
+        type=Path,
+        help="small stage: start from these small-shape weights (e.g. a shipped draft's model.safetensors) instead "
+        "of cutting the seed, with a fresh schedule: a draft re-distilled from a retrained big model",
+    )
     parser.add_argument("--batch-size", type=int, default=64)
     parser.add_argument("--clean-share", type=float, default=0.3, help="training sentences left clean (copy)")
     parser.add_argument(

@@ -138,7 +138,7 @@ def test_init_weights_load_from_an_export_whose_tied_embeddings_are_stored_once(
     encoder/decoder embeddings and the LM head are filled in from it."""
     model = trained_looking_seed()
     model.half().save_pretrained(tmp_path / "export")
-    stored = (tmp_path / "export" / "model.safetensors")
+    stored = tmp_path / "export" / "model.safetensors"
     from safetensors.torch import load_file
 
     assert "lm_head.weight" not in load_file(stored)

@@ -18,7 +18,10 @@ class SpeculationOptions:
     the rounded mean of its live rows' lengths. ``acceptance="batch-min"`` rolls every row back to the batch's
     earliest mismatch (the published batched design), kept for comparison. ``min_draft_confidence`` ends a
     draft model's proposal early once every row has proposed a token it gave less than that probability
-    (0 turns it off); it changes the speed, never the output.
+    (0 turns it off); it changes the speed, never the output. ``lean_draft`` runs a T5/MT5 draft's decoder steps
+    through seq2spec's own few-operation step (``lean_t5.py``, checked against transformers' logits before use)
+    instead of transformers' module stack, whose per-call overhead dominates a small draft's cost; the big model
+    always runs through transformers, so this too changes the speed only.
     """
 
     num_draft_tokens: int = 5
@@ -27,6 +30,7 @@ class SpeculationOptions:
     max_draft_tokens: int = 16
     acceptance: Acceptance = "per-row"
     min_draft_confidence: float = 0.0
+    lean_draft: bool = True
 
     def __post_init__(self) -> None:
         confidence = self.min_draft_confidence

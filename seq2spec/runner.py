@@ -8,13 +8,15 @@ from transformers.modeling_outputs import BaseModelOutput
 
 from seq2spec import cache as cache_ops
 from seq2spec.families import Family, row_positions
+from seq2spec.lean_t5 import LeanT5Decoder
 
 
 class DecoderRunner:
     """Feeds tokens to a decoder with a per-row, left-padded self-attention cache.
 
     ``forward`` appends the given tokens after every row's last kept entry; ``keep`` then says how many of them
-    each row keeps; ``select`` drops finished rows from every tensor the runner holds.
+    each row keeps; ``select`` drops finished rows from every tensor the runner holds. With ``lean_step`` (drafts
+    only, see ``lean_t5.py``) the decoder step runs there instead of through the model's own forward.
     """
 
     def __init__(
@@ -23,8 +25,10 @@ class DecoderRunner:
         family: Family,
         encoder_hidden_states: torch.Tensor,
         encoder_attention_mask: torch.Tensor | None,
+        lean_step: LeanT5Decoder | None = None,
     ) -> None:
         self.model = model
+        self.lean_step = lean_step
         self.family = family
         self.device = encoder_hidden_states.device
         self.encoder_hidden_states = encoder_hidden_states
@@ -42,6 +46,10 @@ class DecoderRunner:
         """Logits (float32, ``[rows, len, vocab]``) for ``tokens`` appended to each row's kept entries."""
         tokens = tokens.to(self.device)
         rows, length = tokens.shape
+        self.forward_calls += 1
+        self.row_forwards += rows
+        if self.lean_step is not None:
+            return self.lean_step(tokens, self.cache, self.encoder_hidden_states, self.encoder_attention_mask, self.pad)
         mask = None
         if bool(self.pad.any()):
             slots = torch.arange(self.cache_length, device=self.device)[None, :] >= self.pad[:, None]
@@ -64,8 +72,6 @@ class DecoderRunner:
                     past_key_values=self.cache,
                     use_cache=True,
                 )
-        self.forward_calls += 1
-        self.row_forwards += rows
         return output.logits.float()
 
     def keep(self, kept: torch.Tensor, fed: int) -> None:

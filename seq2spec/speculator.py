@@ -14,6 +14,7 @@ from transformers import AutoModelForSeq2SeqLM, AutoTokenizer, PreTrainedModel, 
 from seq2spec.drafts import CopyThenDraftProposer, DraftModelProposer, InputCopyProposer, NoDraft, Proposer
 from seq2spec.families import Family, family_of
 from seq2spec.generation_setup import plan_greedy_generation
+from seq2spec.lean_t5 import LEAN_FAMILIES, LeanT5Decoder
 from seq2spec.loop import speculative_decode
 from seq2spec.options import Acceptance, SpeculationOptions, SpeculationStats
 from seq2spec.runner import DecoderRunner
@@ -111,6 +112,15 @@ def _check_max_new_tokens(max_new_tokens: int | None) -> None:
         raise ValueError(f"max_new_tokens must be positive, got {max_new_tokens}")
 
 
+def _weight_state(parameter: torch.Tensor) -> tuple:
+    """Where a weight lives and how often it was changed in place (inference tensors keep no count)."""
+    try:
+        version = parameter._version
+    except RuntimeError:
+        version = None
+    return parameter.data_ptr(), version, parameter.dtype
+
+
 class Seq2SeqSpeculator:
     """Batched speculative greedy decoding for encoder-decoder models; output identical to ``big.generate``.
 
@@ -120,6 +130,8 @@ class Seq2SeqSpeculator:
     ``device`` and ``dtype`` apply to models loaded by name; a draft loaded by name follows the big model.
     ``draft`` is another name for ``small``; ``draft="input-copy"`` proposes each row's own source tokens (no
     draft model: for correction tasks, where the output mostly repeats the input).
+    ``lean_draft=False`` runs a T5/MT5 draft through transformers' forward instead of seq2spec's lean decoder step
+    (see ``SpeculationOptions``; either way the output is the big model's).
     """
 
     def __init__(
@@ -135,6 +147,7 @@ class Seq2SeqSpeculator:
         max_draft_tokens: int = 16,
         acceptance: Acceptance = "per-row",
         min_draft_confidence: float = 0.0,
+        lean_draft: bool = True,
         input_copy: bool = False,
         max_copy_tokens: int = 32,
         device: str | torch.device | None = None,
@@ -147,6 +160,7 @@ class Seq2SeqSpeculator:
             max_draft_tokens=max_draft_tokens,
             acceptance=acceptance,
             min_draft_confidence=min_draft_confidence,
+            lean_draft=lean_draft,
         )
         if draft is not None:
             if small is not None:
@@ -195,6 +209,17 @@ class Seq2SeqSpeculator:
         self._tokenizer = tokenizer if not isinstance(tokenizer, str) else AutoTokenizer.from_pretrained(tokenizer)
         self._tokenizer_source = big if isinstance(big, str) else None
         self.last_stats = SpeculationStats()
+        self._lean_draft: tuple[tuple, LeanT5Decoder | None] = ((), None)
+
+    def _lean_draft_step(self) -> LeanT5Decoder | None:
+        """The draft's lean decoder step, rebuilt (and re-checked against transformers) whenever the draft's
+        weights, device, dtype or mode changed since the last call."""
+        if self.small is None or not self.options.lean_draft or self.small_family.model_type not in LEAN_FAMILIES:
+            return None
+        key = (self.small.training, *(_weight_state(p) for p in self.small.parameters()))
+        if key != self._lean_draft[0]:
+            self._lean_draft = (key, LeanT5Decoder.checked(self.small))
+        return self._lean_draft[1]
 
     # ------------------------------------------------------------------ public calls
 
@@ -477,7 +502,9 @@ class Seq2SeqSpeculator:
                 ).last_hidden_state
                 stats.draft_encoder_calls += 1
             draft_mask = None if attention_mask is None else attention_mask.to(draft_device)
-            draft_runner = DecoderRunner(self.small, self.small_family, draft_encoder_output, draft_mask)
+            draft_runner = DecoderRunner(
+                self.small, self.small_family, draft_encoder_output, draft_mask, self._lean_draft_step()
+            )
             if self.copy_with_draft:
                 proposer = CopyThenDraftProposer(
                     draft_runner,

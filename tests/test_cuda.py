@@ -80,9 +80,16 @@ def test_shipped_speller_on_cuda(dtype):
     ] * 4
     batch = tokenizer(texts, padding=True, return_tensors="pt").to(DEVICE)
     expected = big.generate(**batch, do_sample=False, max_new_tokens=64)
-    for mode in ({"small": small}, {"small": small, "acceptance": "batch-min"}, {"draft": "input-copy"}):
+    for mode in (
+        {"small": small},
+        {"small": small, "lean_draft": False},
+        {"small": small, "acceptance": "batch-min"},
+        {"draft": "input-copy"},
+    ):
         speculator = Seq2SeqSpeculator(big, tokenizer=tokenizer, **mode)
         assert_same(speculator.generate(batch["input_ids"], batch["attention_mask"], max_new_tokens=64), expected)
+        if mode.get("lean_draft", "small" in mode):  # the draft's lean step passed its probe on this device and dtype
+            assert speculator._lean_draft_step() is not None
     corrected = Seq2SeqSpeculator(big, small, tokenizer=tokenizer).correct(texts, batch_size=8, max_new_tokens=64)
     assert corrected == tokenizer.batch_decode(expected, skip_special_tokens=True)
 

@@ -1,0 +1,232 @@
+"""A T5/MT5 decoder step written with plain tensor operations, for draft models.
+
+A small draft's forward through transformers costs far more than its arithmetic: each of its few, narrow layers goes
+through a stack of modules, output records and mask builders (measured on the shipped 2-layer draft on a CPU: about
+as long as a third of the 17M big model's forward). ``LeanT5Decoder`` computes the same decoder step from the same
+weights with a handful of fused operations per layer: query, key and value projections in one matrix product, the
+gated feed-forward's two input projections in one, the relative position bias looked up from a table by distance.
+
+It reads and writes the caller's ``EncoderDecoderCache`` exactly as transformers does (the same layers, shapes and
+``is_updated`` flags), so the cache surgery of ``cache.py`` works unchanged. Its logits agree with transformers' to
+rounding, not bit for bit, so seq2spec runs it for drafts only: a draft's logits choose candidates, and the big
+model, always run through transformers, decides every output token. ``LeanT5Decoder.checked`` compares the two on a
+probe input and returns None when they disagree (another transformers version, an unusual checkpoint), in which case
+the draft keeps using transformers.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+from transformers import DynamicCache, EncoderDecoderCache, PreTrainedModel
+
+logger = logging.getLogger(__name__)
+
+LEAN_FAMILIES = frozenset({"t5", "mt5"})
+# Largest probe gap (log-probabilities, relative to their mean size) still taken for rounding. Half-precision kernels
+# may round a fused product differently from three separate ones; a real mistake (a missing position bias, a wrong
+# output scale or norm epsilon) shows as 0.1 or more.
+PROBE_TOLERANCE = {torch.float32: 1e-3, torch.float16: 2e-2, torch.bfloat16: 5e-2}
+
+
+@dataclass(frozen=True)
+class _Layer:
+    self_norm: torch.Tensor
+    qkv: torch.Tensor  # [3 * inner, d_model]: q, k and v stacked
+    self_out: torch.Tensor
+    cross_norm: torch.Tensor
+    cross_q: torch.Tensor
+    cross_kv: torch.Tensor  # [2 * inner, d_model]
+    cross_out: torch.Tensor
+    ff_norm: torch.Tensor
+    ff_in: torch.Tensor  # [2 * d_ff, d_model] (gated: wi_0 then wi_1) or [d_ff, d_model]
+    ff_out: torch.Tensor
+
+
+class LeanT5Decoder:
+    """``decoder step + LM head`` of a T5 or MT5 model in eval mode; see the module docstring."""
+
+    def __init__(self, model: PreTrainedModel) -> None:
+        config = model.config
+        if config.model_type not in LEAN_FAMILIES:
+            raise ValueError(f"LeanT5Decoder needs a T5 or MT5 model, got model_type={config.model_type!r}")
+        decoder = model.get_decoder()
+        self.heads, self.head_dim = config.num_heads, config.d_kv
+        self.inner = self.heads * self.head_dim
+        self.eps = config.layer_norm_epsilon
+        self.gated = bool(config.is_gated_act)
+        self.d_ff = config.d_ff
+        self.act = decoder.block[0].layer[-1].DenseReluDense.act
+        self.embedding = decoder.embed_tokens.weight
+        self.final_norm = decoder.final_layer_norm.weight
+        self.lm_head = model.get_output_embeddings().weight
+        # T5 (original and v1.1 checkpoints saved with tied embeddings) scales the decoder output before its head
+        scaled = getattr(config, "scale_decoder_outputs", config.model_type == "t5")
+        self.output_scale = config.d_model**-0.5 if scaled else None
+        attention = decoder.block[0].layer[0].SelfAttention
+        self.bias_embedding = attention.relative_attention_bias.weight  # [buckets, heads]
+        self.bucket = attention._relative_position_bucket
+        self.buckets, self.max_distance = config.relative_attention_num_buckets, config.relative_attention_max_distance
+        self.bias_table = torch.empty(0)  # [heads, distances]: bias of a key that many positions back
+        self.layers = [self._layer(block) for block in decoder.block]
+
+    def _layer(self, block) -> _Layer:
+        own, cross, ff = block.layer[0], block.layer[1], block.layer[2]
+        dense = ff.DenseReluDense
+        ff_in = torch.cat([dense.wi_0.weight, dense.wi_1.weight]) if self.gated else dense.wi.weight
+        return _Layer(
+            self_norm=own.layer_norm.weight,
+            qkv=torch.cat([own.SelfAttention.q.weight, own.SelfAttention.k.weight, own.SelfAttention.v.weight]),
+            self_out=own.SelfAttention.o.weight,
+            cross_norm=cross.layer_norm.weight,
+            cross_q=cross.EncDecAttention.q.weight,
+            cross_kv=torch.cat([cross.EncDecAttention.k.weight, cross.EncDecAttention.v.weight]),
+            cross_out=cross.EncDecAttention.o.weight,
+            ff_norm=ff.layer_norm.weight,
+            ff_in=ff_in,
+            ff_out=dense.wo.weight,
+        )
+
+    @classmethod
+    def checked(cls, model: PreTrainedModel, tolerance: float | None = None) -> LeanT5Decoder | None:
+        """A lean decoder for ``model`` if it reproduces transformers' logits on a probe input (within
+        ``tolerance``, by default ``PROBE_TOLERANCE`` of the model's dtype), else None."""
+        if model.config.model_type not in LEAN_FAMILIES or model.training:
+            return None
+        if tolerance is None:
+            tolerance = PROBE_TOLERANCE.get(model.dtype, PROBE_TOLERANCE[torch.float32])
+        try:
+            lean = cls(model)
+            difference = lean.probe_difference(model)
+        except Exception as error:  # noqa: BLE001 - any mismatch of structure means: keep transformers' forward
+            logger.info("lean draft step unavailable for %s: %s", type(model).__name__, error)
+            return None
+        if difference > tolerance:
+            logger.info("lean draft step disagrees with transformers by %.2e; not used", difference)
+            return None
+        return lean
+
+    @torch.no_grad()
+    def probe_difference(self, model: PreTrainedModel) -> float:
+        """Largest gap between this step's and transformers' log-probabilities over a few cached steps of a
+        two-row probe with encoder and decoder padding, relative to the log-probabilities' scale."""
+        device = self.embedding.device
+        generator = torch.Generator().manual_seed(0)
+        vocab = self.embedding.shape[0]
+        # a stand-in encoder output (the decoders are compared, not the encoder), its row 1 padded after 5 of 7
+        encoded = torch.randn(2, 7, self.embedding.shape[1], generator=generator).to(device, self.embedding.dtype)
+        source_mask = torch.ones(2, 7, dtype=torch.long, device=device)
+        source_mask[1, 5:] = 0
+        steps = torch.randint(2, vocab, (2, 6), generator=generator).to(device)
+        theirs = EncoderDecoderCache(DynamicCache(), DynamicCache())
+        ours = EncoderDecoderCache(DynamicCache(), DynamicCache())
+        pad = torch.tensor([0, 2], device=device)  # row 1 starts with two padded slots
+        worst = 0.0
+        for start, stop in ((0, 3), (3, 4), (4, 6)):
+            tokens = steps[:, start:stop]
+            slots = torch.arange(stop, device=device)[None, :] >= pad[:, None]
+            reference = model(
+                encoder_outputs=(encoded,),
+                attention_mask=source_mask,
+                decoder_input_ids=tokens,
+                decoder_attention_mask=slots.long(),
+                past_key_values=theirs,
+                use_cache=True,
+            ).logits.float()
+            mine = self(tokens, ours, encoded, source_mask, pad)
+            # compare where both models see at least one real token (row 1's first two queries see none)
+            keep = (torch.arange(start, stop, device=device)[None, :] >= pad[:, None])[..., None]
+            gap = (reference.log_softmax(-1) - mine.log_softmax(-1)).abs().masked_fill(~keep, 0).max()
+            worst = max(worst, float(gap) / max(1.0, float(reference.log_softmax(-1).abs().mean())))
+        return worst
+
+    def _bias(self, past: int, length: int) -> torch.Tensor:
+        """Relative position bias ``[heads, length, past + length]`` for queries at slots ``past, ...``."""
+        total = past + length
+        if self.bias_table.shape[-1] < total:
+            size = max(total, 2 * self.bias_table.shape[-1], 64)
+            distance = torch.arange(size, device=self.bias_embedding.device)
+            buckets = self.bucket(
+                -distance, bidirectional=False, num_buckets=self.buckets, max_distance=self.max_distance
+            )
+            self.bias_table = self.bias_embedding[buckets].t().contiguous()
+        queries = torch.arange(past, total, device=self.bias_table.device)
+        distance = (queries[:, None] - torch.arange(total, device=queries.device)[None, :]).clamp_(min=0)
+        return self.bias_table[:, distance]
+
+    def _norm(self, hidden: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
+        variance = hidden.float().pow(2).mean(-1, keepdim=True)
+        return weight * (hidden * torch.rsqrt(variance + self.eps)).to(weight.dtype)
+
+    def _split(self, states: torch.Tensor) -> torch.Tensor:
+        rows, length, _ = states.shape
+        return states.view(rows, length, self.heads, self.head_dim).transpose(1, 2)
+
+    @staticmethod
+    def _clamp(hidden: torch.Tensor) -> torch.Tensor:
+        """As transformers' T5 does in float16: pull infinities back to the largest finite values (no host sync)."""
+        if hidden.dtype != torch.float16:
+            return hidden
+        largest = torch.finfo(torch.float16).max
+        limit = torch.where(torch.isinf(hidden).any(), largest - 1000, largest)
+        return torch.clamp(hidden, -limit, limit)
+
+    @torch.no_grad()
+    def __call__(
+        self,
+        tokens: torch.Tensor,
+        cache: EncoderDecoderCache,
+        encoder_hidden_states: torch.Tensor,
+        encoder_attention_mask: torch.Tensor | None,
+        pad: torch.Tensor,
+    ) -> torch.Tensor:
+        """Float32 logits ``[rows, len, vocab]`` for ``tokens`` appended to the cache; row ``r``'s first ``pad[r]``
+        cache slots are padding."""
+        rows, length = tokens.shape
+        past = cache.self_attention_cache.get_seq_length()
+        total = past + length
+        hidden = F.embedding(tokens, self.embedding)
+        dtype = hidden.dtype
+        slots = torch.arange(total, device=tokens.device)
+        future = torch.arange(past, total, device=tokens.device)[:, None] < slots[None, :]
+        padding = slots[None, :] < pad.to(tokens.device)[:, None]
+        masked = future[None, None] | padding[:, None, None]  # [rows, 1, length, total]
+        self_mask = self._bias(past, length)[None].to(dtype).masked_fill(masked, torch.finfo(dtype).min)
+        cross_mask = None
+        if encoder_attention_mask is not None:
+            cross_mask = torch.zeros(encoder_attention_mask.shape, dtype=dtype, device=tokens.device)
+            cross_mask = cross_mask.masked_fill(encoder_attention_mask == 0, torch.finfo(dtype).min)[:, None, None]
+        for index, layer in enumerate(self.layers):
+            normed = self._norm(hidden, layer.self_norm)
+            query, key, value = F.linear(normed, layer.qkv).split(self.inner, dim=-1)
+            key, value = cache.self_attention_cache.update(self._split(key), self._split(value), index)
+            attended = F.scaled_dot_product_attention(self._split(query), key, value, attn_mask=self_mask, scale=1.0)
+            hidden = self._clamp(hidden + F.linear(attended.transpose(1, 2).reshape(rows, length, -1), layer.self_out))
+
+            normed = self._norm(hidden, layer.cross_norm)
+            if cache.is_updated.get(index):
+                cross = cache.cross_attention_cache.layers[index]
+                key, value = cross.keys, cross.values
+            else:
+                key, value = F.linear(encoder_hidden_states, layer.cross_kv).split(self.inner, dim=-1)
+                key, value = cache.cross_attention_cache.update(self._split(key), self._split(value), index)
+                cache.is_updated[index] = True
+            query = self._split(F.linear(normed, layer.cross_q))
+            attended = F.scaled_dot_product_attention(query, key, value, attn_mask=cross_mask, scale=1.0)
+            hidden = self._clamp(hidden + F.linear(attended.transpose(1, 2).reshape(rows, length, -1), layer.cross_out))
+
+            normed = self._norm(hidden, layer.ff_norm)
+            inner = F.linear(normed, layer.ff_in)
+            if self.gated:
+                gate, linear = inner.split(self.d_ff, dim=-1)
+                inner = self.act(gate) * linear
+            else:
+                inner = self.act(inner)
+            hidden = self._clamp(hidden + F.linear(inner.to(layer.ff_out.dtype), layer.ff_out))
+        hidden = self._norm(hidden, self.final_norm)
+        if self.output_scale is not None:
+            hidden = hidden * self.output_scale
+        return F.linear(hidden, self.lm_head).float()

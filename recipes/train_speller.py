@@ -677,7 +677,7 @@ def training_runs(work_dir: Path) -> tuple[str, float]:
         for run in runs:
             first, last = run["steps"]
             planned = run.get("planned_steps", last)
-            steps = f"{first}-{last}" + (f" (of {planned}: time budget)" if last < planned else "")
+            steps = f"{first}-{last}" + (f" (of {planned} planned: stopped early)" if last < planned else "")
             origin = run.get("init_from") or STARTS[name]
             lines.append(
                 f"| {name} | {steps} | {run.get('hardware', '?')} | {run.get('batch_size', '?')} "

@@ -129,7 +129,7 @@ def test_model_card_lists_every_training_run(tmp_path):
     assert len(lines) == 2 + 3  # header, rule, the seed (from its log) and the two big runs
     assert "| seed | 0-40 |" in lines[2] and "| 1.0 |" in lines[2]
     assert "| big | 0-3500 | CPU, 2 threads | 64 |" in lines[3] and "the widened seed" in lines[3]
-    assert "0-649 (of 1000: time budget)" in lines[4] and "big_init.pt" in lines[4]
+    assert "0-649 (of 1000 planned: stopped early)" in lines[4] and "big_init.pt" in lines[4]
     assert hours == pytest.approx((1.0 + 44.5 + 3.1) / 60)
 
 

@@ -128,6 +128,7 @@ def test_non_greedy_or_unknown_generation_arguments(pair, kwargs, error, message
         ({"num_draft_tokens": 0}, "num_draft_tokens must be a positive integer"),
         ({"num_draft_tokens": 20}, "num_draft_tokens <= max_draft_tokens"),
         ({"acceptance": "batch-max"}, "acceptance must be one of"),
+        ({"lean_draft": "no"}, "lean_draft must be True or False"),
     ],
 )
 def test_bad_options(pair, options, message):

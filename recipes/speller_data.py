@@ -1,8 +1,9 @@
 """Offline data for the spelling-correction pair: clean English sentences and realistic corruptions.
 
 Clean text: WordNet's usage examples (Debian package ``wordnet-base``) and the ``fortunes`` databases (Debian
-packages ``fortunes`` and ``fortunes-min``). Misspellings: codespell's dictionary of real typos (PyPI ``codespell``,
-CC BY-SA 3.0 data) reversed (correct word -> typos), plus keyboard-neighbour and edit noise.
+packages ``fortunes`` and ``fortunes-min``); WordNet's definitions as extra training text. Misspellings:
+codespell's dictionary of real typos (PyPI ``codespell``, CC BY-SA 3.0 data) reversed (correct word -> typos),
+plus keyboard-neighbour and edit noise.
 """
 
 from __future__ import annotations
@@ -63,6 +64,26 @@ def wordnet_examples(directory: Path = WORDNET_DIR) -> list[str]:
                 if cleaned:
                     sentences.append(cleaned)
     return sentences
+
+
+def wordnet_glosses(directory: Path = WORDNET_DIR) -> list[str]:
+    """WordNet's definitions (the gloss before the quoted examples, split at ';'), deduplicated, in a fixed order.
+
+    Dictionary prose with a far wider vocabulary than the usage examples: rare, technical and proper words that
+    the corrector must learn to copy rather than "fix".
+    """
+    glosses = set()
+    for part in ("noun", "verb", "adj", "adv"):
+        path = directory / f"data.{part}"
+        for line in path.read_text(encoding="utf-8", errors="ignore").splitlines():
+            if line.startswith("  ") or "|" not in line:
+                continue
+            definition = re.sub(r'"[^"]*"', "", line.split("|", 1)[1])
+            for piece in definition.split(";"):
+                cleaned = _clean_sentence(piece)
+                if cleaned:
+                    glosses.add(cleaned)
+    return sorted(glosses)
 
 
 def fortune_sentences(directory: Path = FORTUNES_DIR) -> list[str]:

@@ -24,6 +24,7 @@ import math
 import random
 import sys
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import torch
@@ -53,22 +54,35 @@ SMALL_DECODER_LAYERS = (0, 3)
 
 
 SOURCES_FILE = "sources.json.gz"
+GLOSSES_FILE = "glosses.json.gz"
+
+
+def _cached_json(path: Path, build):
+    """``build()``'s result, computed once and kept as gzipped JSON at ``path`` (so later runs need no system data)."""
+    if path.exists():
+        with gzip.open(path, "rt", encoding="utf-8") as handle:
+            return json.load(handle)
+    value = build()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    temporary = path.with_suffix(".tmp")
+    with gzip.open(temporary, "wt", encoding="utf-8") as handle:
+        json.dump(value, handle)
+    temporary.replace(path)
+    return value
 
 
 @functools.lru_cache(maxsize=2)
 def load_sources(work_dir: Path) -> dict:
     """The clean corpus and codespell's typos, read once from the system and kept in ``work_dir`` after that."""
-    path = work_dir / SOURCES_FILE
-    if not path.exists():
-        sources = {"corpus": speller_data.load_corpus(), "typos": speller_data.load_typos()}
-        path.parent.mkdir(parents=True, exist_ok=True)
-        temporary = path.with_suffix(".tmp")
-        with gzip.open(temporary, "wt", encoding="utf-8") as handle:
-            json.dump(sources, handle)
-        temporary.replace(path)
-        return sources
-    with gzip.open(path, "rt", encoding="utf-8") as handle:
-        return json.load(handle)
+    return _cached_json(
+        work_dir / SOURCES_FILE, lambda: {"corpus": speller_data.load_corpus(), "typos": speller_data.load_typos()}
+    )
+
+
+@functools.lru_cache(maxsize=2)
+def load_glosses(work_dir: Path) -> list[str]:
+    """WordNet's definitions (extra training text), read once from the system and kept in ``work_dir`` after that."""
+    return _cached_json(work_dir / GLOSSES_FILE, speller_data.wordnet_glosses)
 
 
 def load_typos(work_dir: Path) -> dict[str, list[str]]:
@@ -97,12 +111,38 @@ def evaluation_sets(
     return pairs, shuffled[size : 2 * size]
 
 
-def make_batch(tokenizer, training: list[str], corruptor, seed: int, step: int, batch_size: int):
+@dataclass(frozen=True)
+class TrainingText:
+    """Where a batch's clean sentences come from: the corpus's training split and, for ``gloss_share`` of the
+    batches, WordNet's definitions. Both lists are sorted by length, so one batch has sentences of similar length."""
+
+    sentences: list[str]
+    glosses: list[str] = field(default_factory=list)
+    gloss_share: float = 0.0
+
+    def pick(self, rng: random.Random, batch_size: int) -> list[str]:
+        from_glosses = self.glosses and self.gloss_share > 0 and rng.random() < self.gloss_share
+        pool = self.glosses if from_glosses else self.sentences
+        window = 8 * batch_size
+        start = rng.randrange(0, max(1, len(pool) - window))
+        return [pool[start + rng.randrange(min(window, len(pool)))] for _ in range(batch_size)]
+
+
+def training_text(args) -> TrainingText:
+    """The training split of the corpus, plus WordNet's definitions when ``--gloss-share`` is above 0 (held-out
+    hashes excluded there too, so no held-out sentence is ever trained on)."""
+    training, _ = split_corpus(args.work_dir)
+    if args.gloss_share <= 0:
+        return TrainingText(training)
+    glosses = [g for g in load_glosses(args.work_dir) if not speller_data.is_held_out(g)]
+    return TrainingText(training, sorted(glosses, key=lambda s: (len(s), s)), args.gloss_share)
+
+
+def make_batch(tokenizer, training: TrainingText | list[str], corruptor, seed: int, step: int, batch_size: int):
     """A batch of sentences of similar length (``training`` is sorted by length), corrupted afresh."""
     rng = random.Random(seed * 1_000_003 + step)
-    window = 8 * batch_size
-    start = rng.randrange(0, max(1, len(training) - window))
-    clean = [training[start + rng.randrange(min(window, len(training)))] for _ in range(batch_size)]
+    text = training if isinstance(training, TrainingText) else TrainingText(training)
+    clean = text.pick(rng, batch_size)
     noisy = [corruptor(sentence, rng) for sentence in clean]
     source = tokenizer(noisy, padding=True, return_tensors="pt")
     labels = tokenizer(clean, padding=True, return_tensors="pt")["input_ids"]
@@ -299,7 +339,8 @@ def autocast(args):
 
 
 def train_loop(args, name: str, model, steps: int, peak_lr: float, loss_fn, tokenizer, copy_steps: int = 0) -> None:
-    training, held_out = split_corpus(args.work_dir)
+    _, held_out = split_corpus(args.work_dir)
+    training = training_text(args)
     typos = load_typos(args.work_dir)
     pairs, clean = evaluation_sets(held_out, typos, args.seed, args.quick_eval_size)
     corruptor = speller_data.Corruptor(typos, clean_share=args.clean_share)
@@ -368,6 +409,8 @@ def record_run(args, name: str, first: int, last: int, planned: int, peak_lr: fl
         "peak_lr": peak_lr,
         "warmup": args.warmup,
         "precision": args.precision,
+        "gloss_share": args.gloss_share,
+        "clean_share": args.clean_share,
         "minutes": round(minutes, 1),
     }
     if name == "big":
@@ -595,10 +638,14 @@ loads them (as float32 on CPU), and `Seq2SeqSpeculator()` / `seq2spec correct` u
 - Clean text: {corpus} English sentences, deduplicated: WordNet 3.0 usage examples (Debian `wordnet-base`,
   WordNet licence) and the `fortunes`/`fortunes-min` databases (Debian). A stable 5% split by sentence hash
   ({held_out} sentences) is held out and never trained on.
-- Corruption, drawn afresh for every training step: {clean_share:.0%} of sentences are left clean (the model learns
-  to copy); the rest get 1-3 misspelled words, 60% of them real misspellings from codespell's dictionary (typo -> fix,
-  reversed; CC BY-SA 3.0 data) where the word has one, otherwise keyboard-neighbour substitution, deletion,
-  insertion, transposition or doubling of a letter.
+- Extra training text: {glosses} WordNet 3.0 definitions ("a widely used search engine for the web ..."; those
+  whose hash falls in the held-out share are left out). A run's "glosses" column below says what share of its
+  batches came from them. Their vocabulary is far wider than the examples': rare, technical and proper words the
+  model must learn to copy. The held-out figures below are on the corpus sentences only, as before.
+- Corruption, drawn afresh for every training step: a share of the sentences is left clean (the model learns to
+  copy; 30% by default, each run's share in the "left clean" column below); the rest get 1-3 misspelled words, 60%
+  of them real misspellings from codespell's dictionary (typo -> fix, reversed; CC BY-SA 3.0 data) where the word
+  has one, otherwise keyboard-neighbour substitution, deletion, insertion, transposition or doubling of a letter.
 
 ## Tokenizer
 SentencePiece unigram, {vocab} pieces, byte fallback, trained on the training sentences and one corrupted copy
@@ -648,9 +695,10 @@ runs `*_runs.jsonl`, in the work directory.
 
 ## Limits
 A small model trained for {total_hours:.1f} h in all on ~47k short sentences of aphorisms and dictionary
-examples: it fixes common misspellings of common words and copies what it does not know; it is no general grammar
-corrector, and long or technical text is outside its training distribution. It exists so that seq2spec works out of
-the box and so that speed can be measured on a real trained pair.
+examples (and, in the runs that say so, ~110k dictionary definitions): it fixes common misspellings of common
+words and copies what it does not know; it is no general grammar corrector, and long or technical text is outside
+its training distribution. It exists so that seq2spec works out of the box and so that speed can be measured on a
+real trained pair.
 """
 
 
@@ -660,8 +708,9 @@ STARTS = {"seed": "random", "big": "the widened seed", "small": "the seed, decod
 def training_runs(work_dir: Path) -> tuple[str, float]:
     """The model card's table of training runs (from ``*_runs.jsonl``, else from the logs) and their total hours."""
     lines = [
-        "| stage | steps | hardware | batch | peak lr | warm-up | dropout | started from | minutes |",
-        "|---|---|---|---:|---:|---:|---:|---|---:|",
+        "| stage | steps | hardware | batch | peak lr | warm-up | dropout | glosses | left clean | started from "
+        "| minutes |",
+        "|---|---|---|---:|---:|---:|---:|---:|---:|---|---:|",
     ]
     minutes = 0.0
     for name in ("seed", "big", "small"):
@@ -681,7 +730,8 @@ def training_runs(work_dir: Path) -> tuple[str, float]:
             origin = run.get("init_from") or STARTS[name]
             lines.append(
                 f"| {name} | {steps} | {run.get('hardware', '?')} | {run.get('batch_size', '?')} "
-                f"| {run.get('peak_lr', '?')} | {run.get('warmup', '?')} | {run.get('dropout', 0.0)} | {origin} "
+                f"| {run.get('peak_lr', '?')} | {run.get('warmup', '?')} | {run.get('dropout', 0.0)} "
+                f"| {run.get('gloss_share', 0.0):.0%} | {run.get('clean_share', 0.3):.0%} | {origin} "
                 f"| {run['minutes']} |"
             )
             minutes += run["minutes"]
@@ -712,6 +762,7 @@ def write_model_card(args, metrics: dict, configs: dict, vocab: int) -> None:
         seed=args.seed,
         corpus=len(training) + len(held_out),
         held_out=len(held_out),
+        glosses=sum(not speller_data.is_held_out(g) for g in load_glosses(args.work_dir)),
         vocab=vocab,
         big_params=metrics["big_parameters"] / 1e6,
         small_params=metrics["small_parameters"] / 1e6,
@@ -727,7 +778,6 @@ def write_model_card(args, metrics: dict, configs: dict, vocab: int) -> None:
         seed_ff=SEED_SHAPE["d_ff"],
         widen_ratio=BIG_SHAPE["d_model"] // SEED_SHAPE["d_model"],
         widen_noise=args.widen_noise,
-        clean_share=args.clean_share,
         distill=args.distill_weight,
         distill_keep=1 - args.distill_weight,
         training_runs=runs_table,
@@ -816,6 +866,10 @@ def main() -> None:
         "of cutting the seed, with a fresh schedule: a draft re-distilled from a retrained big model",
     )
     parser.add_argument("--batch-size", type=int, default=64)
+    parser.add_argument(
+        "--gloss-share", type=float, default=0.5,
+        help="share of batches drawn from WordNet's definitions instead of the corpus (0: corpus only)",
+    )  # fmt: skip
     parser.add_argument("--clean-share", type=float, default=0.3, help="training sentences left clean (copy)")
     parser.add_argument(
         "--distill-weight", type=float, default=0.5, help="small model: weight of the KL term (rest: cross-entropy)"
@@ -844,6 +898,9 @@ def main() -> None:
     )
     parser.add_argument("--dropout", type=float, default=0.0, help="dropout rate of the big model while it trains")
     args = parser.parse_args()
+    for name in ("gloss_share", "clean_share"):
+        if not 0.0 <= getattr(args, name) <= 1.0:
+            parser.error(f"--{name.replace('_', '-')} {getattr(args, name)}: a share must lie in [0, 1]")
     torch.set_num_threads(args.threads)
     if args.device == "auto":
         args.device = "cuda" if torch.cuda.is_available() else "cpu"

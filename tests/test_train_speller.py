@@ -120,7 +120,8 @@ def test_model_card_lists_every_training_run(tmp_path):
         {"steps": [0, 3500], "planned_steps": 3500, "hardware": "CPU, 2 threads", "batch_size": 64, "peak_lr": 2e-4,
          "warmup": 300, "minutes": 44.5, "dropout": 0.0, "init_from": None},
         {"steps": [0, 649], "planned_steps": 1000, "hardware": "GPU", "batch_size": 512, "peak_lr": 3e-4,
-         "warmup": 100, "minutes": 3.1, "dropout": 0.1, "init_from": "big_init.pt"},
+         "warmup": 100, "minutes": 3.1, "dropout": 0.1, "init_from": "big_init.pt", "gloss_share": 0.5,
+         "clean_share": 0.5},
     ]  # fmt: skip
     (tmp_path / "big_runs.jsonl").write_text("".join(train_speller.json.dumps(run) + "\n" for run in runs))
     (tmp_path / "seed_log.jsonl").write_text('{"step": 40, "elapsed_s": 60.0}\n')
@@ -130,6 +131,8 @@ def test_model_card_lists_every_training_run(tmp_path):
     assert "| seed | 0-40 |" in lines[2] and "| 1.0 |" in lines[2]
     assert "| big | 0-3500 | CPU, 2 threads | 64 |" in lines[3] and "the widened seed" in lines[3]
     assert "0-649 (of 1000 planned: stopped early)" in lines[4] and "big_init.pt" in lines[4]
+    assert "| 0% | 30% |" in lines[3]  # shares of batches from WordNet's definitions and of sentences left clean
+    assert "| 50% | 50% |" in lines[4]
     assert hours == pytest.approx((1.0 + 44.5 + 3.1) / 60)
 
 
@@ -158,3 +161,45 @@ def test_word_outcomes_sorts_each_word_and_sets_unaligned_sentences_apart():
     table = train_speller.word_table(counts)
     assert "| 3 | 33.3% | 66.7% | 0.0% |" in table and "| 6 | 66.7% | 33.3% |" in table
     assert train_speller.word_table(None) == ""
+
+
+def test_training_text_draws_the_gloss_share_of_batches_from_the_glosses():
+    sentences = [f"corpus sentence {i}" for i in range(100)]
+    glosses = [f"a gloss {i}" for i in range(100)]
+    text = train_speller.TrainingText(sentences, glosses, gloss_share=0.25)
+    rng = train_speller.random.Random(0)
+    batches = [text.pick(rng, 4) for _ in range(2000)]
+    from_glosses = [all(s.startswith("a gloss") for s in b) for b in batches]
+    assert all(f or all(s.startswith("corpus") for s in b) for f, b in zip(from_glosses, batches, strict=True))
+    assert 0.2 < sum(from_glosses) / len(batches) < 0.3
+    # without glosses (or a share of 0) the batches are what a plain sentence list gives, step for step
+    plain = [train_speller.make_batch(*stream_args(step)) for step in range(3)]
+    stream = batch_stream(0, 1)
+    text_only = train_speller.TrainingText(SENTENCES, glosses, gloss_share=0.0)
+    for step, expected in enumerate(plain):
+        noise = stream.copier if step < stream.copy_steps else stream.corruptor
+        got = train_speller.make_batch(stream.tokenizer, text_only, noise, stream.seed, step, stream.batch_size)
+        assert all(torch.equal(a, b) for a, b in zip(got, expected, strict=True))
+
+
+def test_training_text_leaves_out_held_out_glosses(tmp_path, monkeypatch):
+    glosses = [f"a definition of word number {i}" for i in range(400)]
+    monkeypatch.setattr(train_speller.speller_data, "load_corpus", lambda: SENTENCES)
+    monkeypatch.setattr(train_speller.speller_data, "load_typos", lambda: TYPOS)
+    monkeypatch.setattr(train_speller.speller_data, "wordnet_glosses", lambda: glosses)
+    args = train_speller.argparse.Namespace(work_dir=tmp_path, gloss_share=0.5)
+    text = train_speller.training_text(args)
+    held_out = [g for g in glosses if train_speller.speller_data.is_held_out(g)]
+    assert held_out and not set(held_out) & set(text.glosses)
+    assert sorted(text.glosses + held_out) == sorted(glosses)
+    assert [len(g) for g in text.glosses] == sorted(len(g) for g in text.glosses)
+    no_glosses = train_speller.argparse.Namespace(work_dir=tmp_path, gloss_share=0.0)
+    assert train_speller.training_text(no_glosses).glosses == []
+
+
+@pytest.mark.parametrize("flag", ["--gloss-share", "--clean-share"])
+def test_shares_outside_zero_to_one_are_refused(flag, monkeypatch, capsys):
+    monkeypatch.setattr(sys, "argv", ["train_speller.py", flag, "1.5", "--stage", "eval"])
+    with pytest.raises(SystemExit):
+        train_speller.main()
+    assert f"{flag} 1.5: a share must lie in [0, 1]" in capsys.readouterr().err

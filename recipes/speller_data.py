@@ -52,17 +52,22 @@ def _clean_sentence(text: str) -> str | None:
     return text
 
 
-def wordnet_examples(directory: Path = WORDNET_DIR) -> list[str]:
-    sentences = []
+def _wordnet_glosses_raw(directory: Path):
+    """Each synset's gloss field (definitions, then quoted usage examples) from WordNet's data files."""
     for part in ("noun", "verb", "adj", "adv"):
         path = directory / f"data.{part}"
         for line in path.read_text(encoding="utf-8", errors="ignore").splitlines():
-            if line.startswith("  ") or "|" not in line:
-                continue
-            for quoted in re.findall(r'"([^"]+)"', line.split("|", 1)[1]):
-                cleaned = _clean_sentence(quoted)
-                if cleaned:
-                    sentences.append(cleaned)
+            if not line.startswith("  ") and "|" in line:
+                yield line.split("|", 1)[1]
+
+
+def wordnet_examples(directory: Path = WORDNET_DIR) -> list[str]:
+    sentences = []
+    for gloss in _wordnet_glosses_raw(directory):
+        for quoted in re.findall(r'"([^"]+)"', gloss):
+            cleaned = _clean_sentence(quoted)
+            if cleaned:
+                sentences.append(cleaned)
     return sentences
 
 
@@ -73,16 +78,11 @@ def wordnet_glosses(directory: Path = WORDNET_DIR) -> list[str]:
     the corrector must learn to copy rather than "fix".
     """
     glosses = set()
-    for part in ("noun", "verb", "adj", "adv"):
-        path = directory / f"data.{part}"
-        for line in path.read_text(encoding="utf-8", errors="ignore").splitlines():
-            if line.startswith("  ") or "|" not in line:
-                continue
-            definition = re.sub(r'"[^"]*"', "", line.split("|", 1)[1])
-            for piece in definition.split(";"):
-                cleaned = _clean_sentence(piece)
-                if cleaned:
-                    glosses.add(cleaned)
+    for gloss in _wordnet_glosses_raw(directory):
+        for piece in re.sub(r'"[^"]*"', "", gloss).split(";"):
+            cleaned = _clean_sentence(piece)
+            if cleaned:
+                glosses.add(cleaned)
     return sorted(glosses)
 
 

@@ -128,14 +128,19 @@ class TrainingText:
         return [pool[start + rng.randrange(min(window, len(pool)))] for _ in range(batch_size)]
 
 
+def training_glosses(work_dir: Path) -> list[str]:
+    """WordNet's definitions minus those whose hash falls in the held-out share, sorted by length."""
+    glosses = [g for g in load_glosses(work_dir) if not speller_data.is_held_out(g)]
+    return sorted(glosses, key=lambda s: (len(s), s))
+
+
 def training_text(args) -> TrainingText:
     """The training split of the corpus, plus WordNet's definitions when ``--gloss-share`` is above 0 (held-out
     hashes excluded there too, so no held-out sentence is ever trained on)."""
     training, _ = split_corpus(args.work_dir)
     if args.gloss_share <= 0:
         return TrainingText(training)
-    glosses = [g for g in load_glosses(args.work_dir) if not speller_data.is_held_out(g)]
-    return TrainingText(training, sorted(glosses, key=lambda s: (len(s), s)), args.gloss_share)
+    return TrainingText(training, training_glosses(args.work_dir), args.gloss_share)
 
 
 def make_batch(tokenizer, training: TrainingText | list[str], corruptor, seed: int, step: int, batch_size: int):
@@ -762,7 +767,7 @@ def write_model_card(args, metrics: dict, configs: dict, vocab: int) -> None:
         seed=args.seed,
         corpus=len(training) + len(held_out),
         held_out=len(held_out),
-        glosses=sum(not speller_data.is_held_out(g) for g in load_glosses(args.work_dir)),
+        glosses=len(training_glosses(args.work_dir)),
         vocab=vocab,
         big_params=metrics["big_parameters"] / 1e6,
         small_params=metrics["small_parameters"] / 1e6,

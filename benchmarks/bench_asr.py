@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import platform
 import shutil
 import statistics
 import sys
@@ -40,7 +39,7 @@ from seq2spec.default_models import cache_dir, load_whisper_base_pair, whisper_b
 from seq2spec.whisper_draft import load_whisper_draft, output_token_ids
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_core import DecoderCallCounter  # noqa: E402
+from bench_core import DecoderCallCounter, processor_name  # noqa: E402
 from bench_spelling import DTYPES, PEERS, Row, markdown, plot, record_peer_failure  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -274,7 +273,7 @@ def main() -> None:
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     if args.device == "cpu":
-        machine = f"CPU {platform.processor() or platform.machine()}, {args.threads} threads, torch {torch.__version__}"
+        machine = f"CPU {processor_name()}, {args.threads} threads, torch {torch.__version__}"
     else:
         machine = f"{torch.cuda.get_device_name(0)}, torch {torch.__version__}, {args.dtype}"
     machine += f", transformers {transformers.__version__}"

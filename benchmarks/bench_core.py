@@ -51,6 +51,17 @@ class DecoderCallCounter:
         self.calls += 1
 
 
+def processor_name() -> str:
+    """The CPU's model name (from /proc/cpuinfo where there is one): timings on different CPUs differ a lot."""
+    try:
+        for line in Path("/proc/cpuinfo").read_text(encoding="utf-8").splitlines():
+            if line.startswith("model name") and ":" in line:
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
 def _batches(input_ids: torch.Tensor, mask: torch.Tensor, batch_size: int):
     for start in range(0, input_ids.shape[0], batch_size):
         ids, attention = input_ids[start : start + batch_size], mask[start : start + batch_size]
@@ -212,7 +223,7 @@ def main() -> None:
         args.pairs, args.inputs, args.repeats = ["small"], 16, 1
     torch.set_num_threads(args.threads)
     torch.manual_seed(0)
-    machine = f"{platform.processor() or platform.machine()}, {args.threads} torch threads, torch {torch.__version__}"
+    machine = f"{processor_name()}, {args.threads} torch threads, torch {torch.__version__}"
     rows = [row for pair in args.pairs for row in bench_pair(pair, args)]
     args.out.mkdir(parents=True, exist_ok=True)
     stem = "core_quick" if args.quick else "core"

@@ -22,7 +22,6 @@ from __future__ import annotations
 import argparse
 import csv
 import json
-import platform
 import statistics
 import sys
 import time
@@ -37,7 +36,7 @@ from seq2spec import Seq2SeqSpeculator, SpeculationStats
 from seq2spec.default_models import load_speller
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_core import DecoderCallCounter  # noqa: E402
+from bench_core import DecoderCallCounter, processor_name  # noqa: E402
 
 DATA = Path(__file__).resolve().parents[1] / "recipes" / "data" / "spelling_heldout.tsv"
 DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
@@ -268,8 +267,7 @@ def main() -> None:
         args.inputs, args.inputs_batch1, args.repeats = 64, 16, 1
     torch.set_num_threads(args.threads)
     if args.device == "cpu":
-        processor = platform.processor() or platform.machine()
-        machine = f"CPU {processor}, {args.threads} torch threads, torch {torch.__version__}, {args.dtype}"
+        machine = f"CPU {processor_name()}, {args.threads} torch threads, torch {torch.__version__}, {args.dtype}"
     else:
         machine = f"{torch.cuda.get_device_name(0)}, torch {torch.__version__}, {args.dtype}"
     machine += f", transformers {transformers.__version__}"

@@ -52,23 +52,33 @@ def _clean_sentence(text: str) -> str | None:
     return text
 
 
-def _wordnet_glosses_raw(directory: Path):
-    """Each synset's gloss field (definitions, then quoted usage examples) from WordNet's data files."""
+def _wordnet_synsets(directory: Path):
+    """Each synset of WordNet's data files as (its words, its gloss field: definitions, then quoted examples)."""
     for part in ("noun", "verb", "adj", "adv"):
         path = directory / f"data.{part}"
         for line in path.read_text(encoding="utf-8", errors="ignore").splitlines():
-            if not line.startswith("  ") and "|" in line:
-                yield line.split("|", 1)[1]
+            if line.startswith("  ") or "|" not in line:
+                continue
+            head, gloss = line.split("|", 1)
+            fields = head.split()  # offset, lexicographer file, type, word count (hex), then word / lex-id pairs
+            words = fields[4 : 4 + 2 * int(fields[3], 16) : 2]
+            # adjectives may carry a position marker: "redux(ip)"; multi-word lemmas use underscores
+            yield [re.sub(r"\([a-z]+\)$", "", word).replace("_", " ") for word in words], gloss
 
 
 def wordnet_examples(directory: Path = WORDNET_DIR) -> list[str]:
     sentences = []
-    for gloss in _wordnet_glosses_raw(directory):
+    for _, gloss in _wordnet_synsets(directory):
         for quoted in re.findall(r'"([^"]+)"', gloss):
             cleaned = _clean_sentence(quoted)
             if cleaned:
                 sentences.append(cleaned)
     return sentences
+
+
+def _definitions(gloss: str) -> list[str]:
+    """A gloss field's definitions: the text outside the quoted examples, split at ';'."""
+    return [piece.strip() for piece in re.sub(r'"[^"]*"', "", gloss).split(";") if piece.strip()]
 
 
 def wordnet_glosses(directory: Path = WORDNET_DIR) -> list[str]:
@@ -78,12 +88,30 @@ def wordnet_glosses(directory: Path = WORDNET_DIR) -> list[str]:
     the corrector must learn to copy rather than "fix".
     """
     glosses = set()
-    for gloss in _wordnet_glosses_raw(directory):
-        for piece in re.sub(r'"[^"]*"', "", gloss).split(";"):
+    for _, gloss in _wordnet_synsets(directory):
+        for piece in _definitions(gloss):
             cleaned = _clean_sentence(piece)
             if cleaned:
                 glosses.add(cleaned)
     return sorted(glosses)
+
+
+def wordnet_headword_entries(directory: Path = WORDNET_DIR, max_words: int = 3) -> list[str]:
+    """Dictionary entries: a synset's words (at most ``max_words``) and its first definition, as
+    "sweptwing: (of an aircraft) having sweptback wings"; deduplicated, in a fixed order.
+
+    Beyond what the definitions give, every headword appears spelled as the dictionary spells it, proper names
+    ("Updike") and rare words ("adust") included: the corrector sees them in clean text and learns to keep them.
+    """
+    entries = set()
+    for words, gloss in _wordnet_synsets(directory):
+        definitions = _definitions(gloss)
+        if not definitions:
+            continue
+        cleaned = _clean_sentence(f"{', '.join(dict.fromkeys(words[:max_words]))}: {definitions[0]}")
+        if cleaned:
+            entries.add(cleaned)
+    return sorted(entries)
 
 
 def fortune_sentences(directory: Path = FORTUNES_DIR) -> list[str]:

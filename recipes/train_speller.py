@@ -4,6 +4,8 @@ Stages (run in order by ``--stage all``; each resumes from its last checkpoint i
   tokenizer  SentencePiece unigram model (2048 pieces, byte fallback) on the training sentences, clean and corrupted
   big        the big model, on (corrupted -> clean) pairs made fresh for every step
   small      the draft, distilled from the big model (cross-entropy on the clean text + KL to the big model's logits)
+  validate   the big model's CER and unchanged-clean share on held-out sentences outside the evaluation's:
+             for choosing between candidate runs (not part of ``all``)
   eval       held-out CER, unchanged-clean share, teacher-forced agreement, decoder cost; writes metrics.json
   export     fp16 safetensors, tokenizer and model card into --export-dir (the package's shipped weights)
 
@@ -54,7 +56,12 @@ SMALL_DECODER_LAYERS = (0, 3)
 
 
 SOURCES_FILE = "sources.json.gz"
-GLOSSES_FILE = "glosses.json.gz"
+# The dictionary text a run may add (``--gloss-form``): where each form is cached in the work directory, and how
+# it is read from the system the first time.
+GLOSS_FORMS = {
+    "definitions": ("glosses.json.gz", "wordnet_glosses"),
+    "headwords": ("headwords.json.gz", "wordnet_headword_entries"),
+}
 
 
 def _cached_json(path: Path, build):
@@ -79,10 +86,12 @@ def load_sources(work_dir: Path) -> dict:
     )
 
 
-@functools.lru_cache(maxsize=2)
-def load_glosses(work_dir: Path) -> list[str]:
-    """WordNet's definitions (extra training text), read once from the system and kept in ``work_dir`` after that."""
-    return _cached_json(work_dir / GLOSSES_FILE, speller_data.wordnet_glosses)
+@functools.lru_cache(maxsize=4)
+def load_glosses(work_dir: Path, form: str = "definitions") -> list[str]:
+    """WordNet's definitions, or its entries (headwords and first definition), as extra training text: read once
+    from the system and kept in ``work_dir`` after that."""
+    filename, reader = GLOSS_FORMS[form]
+    return _cached_json(work_dir / filename, getattr(speller_data, reader))
 
 
 def load_typos(work_dir: Path) -> dict[str, list[str]]:
@@ -111,6 +120,19 @@ def evaluation_sets(
     return pairs, shuffled[size : 2 * size]
 
 
+def validation_sets(
+    held_out: list[str], typos: dict[str, list[str]], seed: int, eval_size: int, size: int
+) -> tuple[list[tuple[str, str]], list[str]]:
+    """Like ``evaluation_sets``, from the held-out sentences that the final evaluation (``eval_size`` of each kind,
+    same ``seed``) leaves out: for choosing between candidate models without looking at the evaluation set."""
+    shuffled = held_out[:]
+    random.Random(seed).shuffle(shuffled)  # the shuffle that evaluation_sets starts with
+    rest = shuffled[2 * eval_size :]
+    if len(rest) < 2 * size:
+        raise ValueError(f"{len(rest)} held-out sentences outside the evaluation: too few for 2 x {size}")
+    return evaluation_sets(rest, typos, seed + 1227, size)
+
+
 @dataclass(frozen=True)
 class TrainingText:
     """Where a batch's clean sentences come from: the corpus's training split and, for ``gloss_share`` of the
@@ -128,9 +150,9 @@ class TrainingText:
         return [pool[start + rng.randrange(min(window, len(pool)))] for _ in range(batch_size)]
 
 
-def training_glosses(work_dir: Path) -> list[str]:
-    """WordNet's definitions minus those whose hash falls in the held-out share, sorted by length."""
-    glosses = [g for g in load_glosses(work_dir) if not speller_data.is_held_out(g)]
+def training_glosses(work_dir: Path, form: str = "definitions") -> list[str]:
+    """WordNet's definitions (or entries) minus those whose hash falls in the held-out share, sorted by length."""
+    glosses = [g for g in load_glosses(work_dir, form) if not speller_data.is_held_out(g)]
     return sorted(glosses, key=lambda s: (len(s), s))
 
 
@@ -140,7 +162,7 @@ def training_text(args) -> TrainingText:
     training, _ = split_corpus(args.work_dir)
     if args.gloss_share <= 0:
         return TrainingText(training)
-    return TrainingText(training, training_glosses(args.work_dir), args.gloss_share)
+    return TrainingText(training, training_glosses(args.work_dir, args.gloss_form), args.gloss_share)
 
 
 def make_batch(tokenizer, training: TrainingText | list[str], corruptor, seed: int, step: int, batch_size: int):
@@ -415,6 +437,7 @@ def record_run(args, name: str, first: int, last: int, planned: int, peak_lr: fl
         "warmup": args.warmup,
         "precision": args.precision,
         "gloss_share": args.gloss_share,
+        "gloss_form": args.gloss_form,
         "clean_share": args.clean_share,
         "minutes": round(minutes, 1),
     }
@@ -424,6 +447,33 @@ def record_run(args, name: str, first: int, last: int, planned: int, peak_lr: fl
         run.update(init_from=str(args.small_init_from) if args.small_init_from else None)
     with open(args.work_dir / f"{name}_runs.jsonl", "a", encoding="utf-8") as handle:
         handle.write(json.dumps(run) + "\n")
+
+
+HISTORY_FILE = "training_runs.jsonl"  # next to exported weights: every run behind them, each with its "stage"
+
+
+def inherit_history(work_dir: Path, weights: Path) -> None:
+    """A work directory whose first run starts from exported weights (``--init-from .../big/model.safetensors``)
+    takes over their training history, the export's ``training_runs.jsonl``, so that the model card it writes
+    lists every run behind its models, not only its own."""
+    history = weights.parent.parent / HISTORY_FILE
+    if not history.exists() or any((work_dir / f"{name}_runs.jsonl").exists() for name in STARTS):
+        return
+    for line in history.read_text(encoding="utf-8").splitlines():
+        run = json.loads(line)
+        with open(work_dir / f"{run.pop('stage')}_runs.jsonl", "a", encoding="utf-8") as handle:
+            handle.write(json.dumps(run) + "\n")
+
+
+def write_history(work_dir: Path, export_dir: Path) -> None:
+    """The work directory's runs of every stage, in order, as the export's ``training_runs.jsonl``."""
+    lines = []
+    for name in STARTS:
+        path = work_dir / f"{name}_runs.jsonl"
+        if path.exists():
+            runs = (json.loads(line) for line in path.read_text(encoding="utf-8").splitlines())
+            lines.extend(json.dumps({"stage": name, **run}) for run in runs)
+    (export_dir / HISTORY_FILE).write_text("".join(line + "\n" for line in lines), encoding="utf-8")
 
 
 def cross_entropy(model, input_ids, mask, labels):
@@ -488,6 +538,7 @@ def widen(narrow, shape: dict, seed: int, noise: float = 0.0):
 def stage_big(args) -> None:
     tokenizer = load_tokenizer(args)
     if args.init_from:
+        inherit_history(args.work_dir, args.init_from)
         model = new_model(BIG_SHAPE, args.seed)
         model.load_state_dict(load_weights(args.init_from))
         model.train()
@@ -554,6 +605,7 @@ def stage_small(args) -> None:
     tokenizer = load_tokenizer(args)
     teacher = load_trained(args, "big", BIG_SHAPE)
     if args.small_init_from:
+        inherit_history(args.work_dir, args.small_init_from)
         student = new_model(SMALL_SHAPE, args.seed + 1)
         student.load_state_dict(load_weights(args.small_init_from))
         student.train()
@@ -633,6 +685,31 @@ def stage_eval(args) -> dict:
     return metrics
 
 
+def stage_validate(args) -> dict:
+    """The big checkpoint's CER and unchanged-clean share on the validation sentences (held out, and outside the
+    final evaluation), appended to ``validation.jsonl``: the figures that pick a candidate for the evaluation."""
+    tokenizer = load_tokenizer(args)
+    big = load_trained(args, "big", BIG_SHAPE)
+    step = int(torch.load(args.work_dir / "big.ckpt", map_location="cpu")["step"])
+    _, held_out = split_corpus(args.work_dir)
+    typos = load_typos(args.work_dir)
+    pairs, clean = validation_sets(held_out, typos, args.seed + 7, args.eval_size, args.validation_size)
+    references = [reference for _, reference in pairs]
+    corrected = correct_texts(big, tokenizer, [noisy for noisy, _ in pairs])
+    unchanged = correct_texts(big, tokenizer, clean)
+    result = {
+        "big_step": step,
+        "sentences": [len(pairs), len(clean)],
+        "cer_input": cer(references, [noisy for noisy, _ in pairs]),
+        "cer_big": cer(references, corrected),
+        "clean_unchanged_big": sum(a == b for a, b in zip(unchanged, clean, strict=True)) / len(clean),
+    }
+    with open(args.work_dir / "validation.jsonl", "a", encoding="utf-8") as handle:
+        handle.write(json.dumps(result) + "\n")
+    print(json.dumps(result))
+    return result
+
+
 MODEL_CARD = """# seq2spec speller: a T5 spelling corrector and its distilled draft
 
 Trained offline by `recipes/train_speller.py` (seed {seed}). Both models share one SentencePiece
@@ -643,10 +720,13 @@ loads them (as float32 on CPU), and `Seq2SeqSpeculator()` / `seq2spec correct` u
 - Clean text: {corpus} English sentences, deduplicated: WordNet 3.0 usage examples (Debian `wordnet-base`,
   WordNet licence) and the `fortunes`/`fortunes-min` databases (Debian). A stable 5% split by sentence hash
   ({held_out} sentences) is held out and never trained on.
-- Extra training text: {glosses} WordNet 3.0 definitions ("a widely used search engine for the web ..."; those
-  whose hash falls in the held-out share are left out). A run's "glosses" column below says what share of its
-  batches came from them. Their vocabulary is far wider than the examples': rare, technical and proper words the
-  model must learn to copy. The held-out figures below are on the corpus sentences only, as before.
+- Extra training text: {glosses} WordNet 3.0 definitions ("a widely used search engine for the web ..."), or, in
+  the runs marked "(headwords)", {entries} dictionary entries: a synset's words and its first definition
+  ("sweptwing: (of an aircraft) having sweptback wings"), so that every headword, rare and proper ones included,
+  appears spelled as the dictionary spells it. Those whose hash falls in the held-out share are left out. A run's
+  "glosses" column below says what share of its batches came from them. Their vocabulary is far wider than the
+  examples': rare, technical and proper words the model must learn to copy. The held-out figures below are on the
+  corpus sentences only, as before.
 - Corruption, drawn afresh for every training step: a share of the sentences is left clean (the model learns to
   copy; 30% by default, each run's share in the "left clean" column below); the rest get 1-3 misspelled words, 60%
   of them real misspellings from codespell's dictionary (typo -> fix, reversed; CC BY-SA 3.0 data) where the word
@@ -686,7 +766,8 @@ fresh optimizer and schedule):
 {training_runs}
 
 The logs of loss and quick held-out CER are `seed_log.jsonl`, `big_log.jsonl` and `small_log.jsonl`, and these
-runs `*_runs.jsonl`, in the work directory.
+runs `*_runs.jsonl`, in the work directory; `training_runs.jsonl` next to this card keeps the runs, and a work
+directory whose first run starts from these weights (`--init-from`) takes them over.
 
 ## Held-out figures ({eval_corrupted} corrupted and {eval_clean} clean held-out sentences)
 | | value |
@@ -736,11 +817,18 @@ def training_runs(work_dir: Path) -> tuple[str, float]:
             lines.append(
                 f"| {name} | {steps} | {run.get('hardware', '?')} | {run.get('batch_size', '?')} "
                 f"| {run.get('peak_lr', '?')} | {run.get('warmup', '?')} | {run.get('dropout', 0.0)} "
-                f"| {run.get('gloss_share', 0.0):.0%} | {run.get('clean_share', 0.3):.0%} | {origin} "
+                f"| {gloss_column(run)} | {run.get('clean_share', 0.3):.0%} | {origin} "
                 f"| {run['minutes']} |"
             )
             minutes += run["minutes"]
     return "\n".join(lines), minutes / 60
+
+
+def gloss_column(run: dict) -> str:
+    """A run's share of dictionary batches, and their form when it is not the plain definitions."""
+    share = run.get("gloss_share", 0.0)
+    form = run.get("gloss_form", "definitions")
+    return f"{share:.0%}" + (f" ({form})" if share > 0 and form != "definitions" else "")
 
 
 def word_table(words: dict[str, int] | None) -> str:
@@ -768,6 +856,7 @@ def write_model_card(args, metrics: dict, configs: dict, vocab: int) -> None:
         corpus=len(training) + len(held_out),
         held_out=len(held_out),
         glosses=len(training_glosses(args.work_dir)),
+        entries=len(training_glosses(args.work_dir, "headwords")),
         vocab=vocab,
         big_params=metrics["big_parameters"] / 1e6,
         small_params=metrics["small_parameters"] / 1e6,
@@ -815,6 +904,7 @@ def stage_export(args) -> None:
         model.cpu().half().save_pretrained(target, safe_serialization=True)
         tokenizer.save_pretrained(target)
     write_model_card(args, metrics, configs, len(tokenizer))
+    write_history(args.work_dir, args.export_dir)
     public = {key: value for key, value in metrics.items() if key != "examples"}
     (args.export_dir / "metrics.json").write_text(json.dumps(public, indent=2))
     _, held_out = split_corpus(args.work_dir)
@@ -842,7 +932,7 @@ def write_heldout_sample(args, held_out: list[str]) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument(
-        "--stage", choices=["tokenizer", "seed", "big", "small", "eval", "export", "all"], default="all"
+        "--stage", choices=["tokenizer", "seed", "big", "small", "validate", "eval", "export", "all"], default="all"
     )
     parser.add_argument("--work-dir", type=Path, default=Path("runs/speller"), help="checkpoints, logs, tokenizer")
     parser.add_argument("--export-dir", type=Path, default=Path("seq2spec/assets/speller"))
@@ -875,6 +965,11 @@ def main() -> None:
         "--gloss-share", type=float, default=0.5,
         help="share of batches drawn from WordNet's definitions instead of the corpus (0: corpus only)",
     )  # fmt: skip
+    parser.add_argument(
+        "--gloss-form", choices=sorted(GLOSS_FORMS), default="definitions",
+        help="those batches' text: the definitions alone, or entries that start with the synset's headwords "
+        "('adust: burned brown by the sun')",
+    )  # fmt: skip
     parser.add_argument("--clean-share", type=float, default=0.3, help="training sentences left clean (copy)")
     parser.add_argument(
         "--distill-weight", type=float, default=0.5, help="small model: weight of the KL term (rest: cross-entropy)"
@@ -894,6 +989,9 @@ def main() -> None:
     parser.add_argument("--eval-every", type=int, default=500, help="quick held-out CER every N steps")
     parser.add_argument("--quick-eval-size", type=int, default=64)
     parser.add_argument("--eval-size", type=int, default=400, help="held-out sentences per final evaluation set")
+    parser.add_argument(
+        "--validation-size", type=int, default=700, help="validate stage: held-out sentences of each kind"
+    )
     parser.add_argument("--save-every", type=int, default=200)
     parser.add_argument("--time-budget-minutes", type=float, default=0, help="stop a stage after this (0: none)")
     parser.add_argument("--threads", type=int, default=2)

@@ -45,3 +45,39 @@ def test_held_out_split_is_stable_and_about_five_percent():
     held = [s for s in sentences if speller_data.is_held_out(s)]
     assert held == [s for s in sentences if speller_data.is_held_out(s)]
     assert 0.03 < len(held) / len(sentences) < 0.07
+
+
+WORDNET_NOUN = (
+    "  1 This software and database is being provided to you, the LICENSEE, by  \n"
+    "11356392 18 n 03 Updike 0 John_Updike 0 John_Hoyer_Updike 0 001 @i 10794014 n 0000 | United States author "
+    "(born 1932)  \n"
+    "00002137 03 n 02 abstraction 0 abstract_entity 0 010 @ 00001740 n 0000 | a general concept formed by "
+    "extracting common features from specific examples; \"the abstraction of a concept\"  \n"
+)
+WORDNET_ADJ = (
+    "02371078 00 s 01 sweptwing 0 002 & 02370753 a 0000 | (of an aircraft) having sweptback wings; "
+    "\"a sweptwing aircraft flies fast\"  \n"
+    "02013631 00 s 01 redux(ip) 0 001 & 02013198 a 0000 | brought back to a former state  \n"
+)
+
+
+def fake_wordnet(tmp_path: Path) -> Path:
+    for part, text in (("noun", WORDNET_NOUN), ("verb", ""), ("adj", WORDNET_ADJ), ("adv", "")):
+        (tmp_path / f"data.{part}").write_text(text, encoding="utf-8")
+    return tmp_path
+
+
+def test_wordnet_headword_entries_put_the_synset_words_before_the_first_definition(tmp_path):
+    directory = fake_wordnet(tmp_path)
+    assert speller_data.wordnet_headword_entries(directory) == [
+        "Updike, John Updike, John Hoyer Updike: United States author (born 1932)",
+        "abstraction, abstract entity: a general concept formed by extracting common features from specific examples",
+        "redux: brought back to a former state",  # the adjective's position marker is dropped
+        "sweptwing: (of an aircraft) having sweptback wings",
+    ]
+    first = speller_data.wordnet_headword_entries(directory, max_words=1)[0]
+    assert first == "Updike: United States author (born 1932)"
+    # the same files give the definitions and the usage examples
+    assert "(of an aircraft) having sweptback wings" in speller_data.wordnet_glosses(directory)
+    examples = speller_data.wordnet_examples(directory)
+    assert examples == ["the abstraction of a concept", "a sweptwing aircraft flies fast"]

@@ -187,13 +187,13 @@ def test_training_text_leaves_out_held_out_glosses(tmp_path, monkeypatch):
     monkeypatch.setattr(train_speller.speller_data, "load_corpus", lambda: SENTENCES)
     monkeypatch.setattr(train_speller.speller_data, "load_typos", lambda: TYPOS)
     monkeypatch.setattr(train_speller.speller_data, "wordnet_glosses", lambda: glosses)
-    args = train_speller.argparse.Namespace(work_dir=tmp_path, gloss_share=0.5)
+    args = train_speller.argparse.Namespace(work_dir=tmp_path, gloss_share=0.5, gloss_form="definitions")
     text = train_speller.training_text(args)
     held_out = [g for g in glosses if train_speller.speller_data.is_held_out(g)]
     assert held_out and not set(held_out) & set(text.glosses)
     assert sorted(text.glosses + held_out) == sorted(glosses)
     assert [len(g) for g in text.glosses] == sorted(len(g) for g in text.glosses)
-    no_glosses = train_speller.argparse.Namespace(work_dir=tmp_path, gloss_share=0.0)
+    no_glosses = train_speller.argparse.Namespace(work_dir=tmp_path, gloss_share=0.0, gloss_form="definitions")
     assert train_speller.training_text(no_glosses).glosses == []
 
 
@@ -203,3 +203,56 @@ def test_shares_outside_zero_to_one_are_refused(flag, monkeypatch, capsys):
     with pytest.raises(SystemExit):
         train_speller.main()
     assert f"{flag} 1.5: a share must lie in [0, 1]" in capsys.readouterr().err
+
+
+def test_gloss_form_headwords_trains_on_the_dictionary_entries(tmp_path, monkeypatch):
+    definitions = [f"a definition of word number {i}" for i in range(50)]
+    entries = [f"word{i}, other{i}: a definition of word number {i}" for i in range(50)]
+    monkeypatch.setattr(train_speller.speller_data, "load_corpus", lambda: SENTENCES)
+    monkeypatch.setattr(train_speller.speller_data, "load_typos", lambda: TYPOS)
+    monkeypatch.setattr(train_speller.speller_data, "wordnet_glosses", lambda: definitions)
+    monkeypatch.setattr(train_speller.speller_data, "wordnet_headword_entries", lambda: entries)
+    args = train_speller.argparse.Namespace(work_dir=tmp_path, gloss_share=0.5, gloss_form="headwords")
+    text = train_speller.training_text(args)
+    assert text.glosses and set(text.glosses) <= set(entries)
+    assert (tmp_path / "headwords.json.gz").exists() and not (tmp_path / "glosses.json.gz").exists()
+    plain = train_speller.training_text(train_speller.argparse.Namespace(**{**vars(args), "gloss_form": "definitions"}))
+    assert set(plain.glosses) <= set(definitions)
+    run = {"gloss_share": 0.5, "gloss_form": "headwords"}
+    assert train_speller.gloss_column(run) == "50% (headwords)"
+    assert train_speller.gloss_column({"gloss_share": 0.5}) == "50%"
+    assert train_speller.gloss_column({"gloss_share": 0.0, "gloss_form": "headwords"}) == "0%"
+
+
+def test_validation_sentences_lie_outside_the_evaluation_sets():
+    held_out = [f"Held-out sentence number {i} is here." for i in range(300)]
+    pairs, clean = train_speller.evaluation_sets(held_out, TYPOS, seed=7, size=60)
+    evaluation = {reference for _, reference in pairs} | set(clean)
+    val_pairs, val_clean = train_speller.validation_sets(held_out, TYPOS, seed=7, eval_size=60, size=80)
+    validation = [reference for _, reference in val_pairs] + val_clean
+    assert len(val_pairs) == len(val_clean) == 80 and len(set(validation)) == 160
+    assert not evaluation & set(validation) and set(validation) <= set(held_out)
+    assert all(noisy != reference for noisy, reference in val_pairs)  # every validation pair carries an error
+    assert train_speller.validation_sets(held_out, TYPOS, seed=7, eval_size=60, size=80) == (val_pairs, val_clean)
+    with pytest.raises(ValueError, match="too few"):
+        train_speller.validation_sets(held_out, TYPOS, seed=7, eval_size=60, size=100)
+
+
+def test_export_keeps_the_run_history_and_a_continuing_work_dir_takes_it_over(tmp_path):
+    old, new, export = tmp_path / "old", tmp_path / "new", tmp_path / "export"
+    for path in (old, new, export / "big"):
+        path.mkdir(parents=True)
+    seed_run = {"steps": [0, 4000], "minutes": 18.2}
+    big_runs = [{"steps": [0, 3500], "minutes": 44.5}, {"steps": [0, 2000], "minutes": 3.1, "init_from": "x"}]
+    (old / "seed_runs.jsonl").write_text(train_speller.json.dumps(seed_run) + "\n")
+    (old / "big_runs.jsonl").write_text("".join(train_speller.json.dumps(run) + "\n" for run in big_runs))
+    train_speller.write_history(old, export)
+    weights = export / "big" / "model.safetensors"
+    train_speller.inherit_history(new, weights)
+    assert train_speller.training_runs(new) == train_speller.training_runs(old)
+    train_speller.inherit_history(new, weights)  # a resumed run does not take the history over twice
+    assert train_speller.training_runs(new) == train_speller.training_runs(old)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    train_speller.inherit_history(elsewhere, tmp_path / "plain" / "big" / "model.safetensors")  # no history there
+    assert not list(elsewhere.iterdir())

@@ -301,17 +301,25 @@ def word_outcomes(noisy: list[str], references: list[str], outputs: list[str]) -
     return counts
 
 
-def quick_eval(model, tokenizer, pairs, clean) -> dict:
-    # 48 new tokens cover the quick-evaluation sentences and keep an untrained model's babbling cheap
-    hypotheses = correct_texts(model, tokenizer, [noisy for noisy, _ in pairs], max_new_tokens=48)
+def correction_scores(model, tokenizer, pairs, clean, max_new_tokens: int = 128) -> dict:
+    """CER of the (corrupted, clean) ``pairs`` before and after ``model``'s correction, and the share of the
+    ``clean`` sentences it returns unchanged."""
+    noisy = [source for source, _ in pairs]
     references = [reference for _, reference in pairs]
-    unchanged = correct_texts(model, tokenizer, clean, max_new_tokens=48)
-    model.train()
+    hypotheses = correct_texts(model, tokenizer, noisy, max_new_tokens=max_new_tokens)
+    unchanged = correct_texts(model, tokenizer, clean, max_new_tokens=max_new_tokens)
     return {
-        "cer_input": cer(references, [noisy for noisy, _ in pairs]),
+        "cer_input": cer(references, noisy),
         "cer_output": cer(references, hypotheses),
         "clean_unchanged": sum(a == b for a, b in zip(unchanged, clean, strict=True)) / len(clean),
     }
+
+
+def quick_eval(model, tokenizer, pairs, clean) -> dict:
+    # 48 new tokens cover the quick-evaluation sentences and keep an untrained model's babbling cheap
+    scores = correction_scores(model, tokenizer, pairs, clean, max_new_tokens=48)
+    model.train()
+    return scores
 
 
 # ----------------------------------------------------------------------------- stages
@@ -694,15 +702,13 @@ def stage_validate(args) -> dict:
     _, held_out = split_corpus(args.work_dir)
     typos = load_typos(args.work_dir)
     pairs, clean = validation_sets(held_out, typos, args.seed + 7, args.eval_size, args.validation_size)
-    references = [reference for _, reference in pairs]
-    corrected = correct_texts(big, tokenizer, [noisy for noisy, _ in pairs])
-    unchanged = correct_texts(big, tokenizer, clean)
+    scores = correction_scores(big, tokenizer, pairs, clean)
     result = {
         "big_step": step,
         "sentences": [len(pairs), len(clean)],
-        "cer_input": cer(references, [noisy for noisy, _ in pairs]),
-        "cer_big": cer(references, corrected),
-        "clean_unchanged_big": sum(a == b for a, b in zip(unchanged, clean, strict=True)) / len(clean),
+        "cer_input": scores["cer_input"],
+        "cer_big": scores["cer_output"],
+        "clean_unchanged_big": scores["clean_unchanged"],
     }
     with open(args.work_dir / "validation.jsonl", "a", encoding="utf-8") as handle:
         handle.write(json.dumps(result) + "\n")

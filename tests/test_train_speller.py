@@ -256,3 +256,27 @@ def test_export_keeps_the_run_history_and_a_continuing_work_dir_takes_it_over(tm
     elsewhere.mkdir()
     train_speller.inherit_history(elsewhere, tmp_path / "plain" / "big" / "model.safetensors")  # no history there
     assert not list(elsewhere.iterdir())
+
+
+def test_validate_stage_scores_the_big_checkpoint_and_appends_its_figures(tmp_path, monkeypatch):
+    from transformers import ByT5Tokenizer
+
+    held_out_sentences = [f"Held-out sentence number {i} is here." for i in range(120)]
+    # a tiny "big" model, as deep as its encoder (transformers 5's generate sizes its cache by the encoder's depth)
+    shape = {**SEED, "num_decoder_layers": SEED["num_layers"]}
+    monkeypatch.setattr(train_speller, "BIG_SHAPE", shape)
+    monkeypatch.setattr(train_speller, "VOCAB_SIZE", 259)  # ByT5's bytes and specials: every output decodes
+    monkeypatch.setattr(train_speller, "split_corpus", lambda work_dir: (SENTENCES, held_out_sentences))
+    monkeypatch.setattr(train_speller, "load_typos", lambda work_dir: TYPOS)
+    ByT5Tokenizer().save_pretrained(tmp_path / "tokenizer")
+    model = train_speller.new_model(shape, 3)
+    torch.save({"model": model.state_dict(), "optimizer": None, "step": 123}, tmp_path / "big.ckpt")
+    args = train_speller.argparse.Namespace(
+        work_dir=tmp_path, device="cpu", seed=0, eval_size=20, validation_size=30
+    )
+    first = train_speller.stage_validate(args)
+    assert first["big_step"] == 123 and first["sentences"] == [30, 30]
+    assert first["cer_input"] > 0 and first["cer_big"] >= 0 and 0 <= first["clean_unchanged_big"] <= 1
+    train_speller.stage_validate(args)
+    lines = (tmp_path / "validation.jsonl").read_text().splitlines()
+    assert [train_speller.json.loads(line) for line in lines] == [first, first]  # appended; the same model scores alike

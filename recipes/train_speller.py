@@ -698,7 +698,7 @@ def stage_validate(args) -> dict:
     final evaluation), appended to ``validation.jsonl``: the figures that pick a candidate for the evaluation."""
     tokenizer = load_tokenizer(args)
     big = load_trained(args, "big", BIG_SHAPE)
-    step = int(torch.load(args.work_dir / "big.ckpt", map_location="cpu")["step"])
+    step = int(torch.load(args.work_dir / "big.ckpt", map_location="cpu", mmap=True)["step"])  # tensors stay unread
     _, held_out = split_corpus(args.work_dir)
     typos = load_typos(args.work_dir)
     pairs, clean = validation_sets(held_out, typos, args.seed + 7, args.eval_size, args.validation_size)

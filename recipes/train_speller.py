@@ -1010,6 +1010,9 @@ def main() -> None:
     for name in ("gloss_share", "clean_share"):
         if not 0.0 <= getattr(args, name) <= 1.0:
             parser.error(f"--{name.replace('_', '-')} {getattr(args, name)}: a share must lie in [0, 1]")
+    for name in ("eval_size", "validation_size", "quick_eval_size"):
+        if getattr(args, name) < 1:
+            parser.error(f"--{name.replace('_', '-')} {getattr(args, name)}: needs at least 1 sentence of each kind")
     torch.set_num_threads(args.threads)
     if args.device == "auto":
         args.device = "cuda" if torch.cuda.is_available() else "cpu"

@@ -280,3 +280,11 @@ def test_validate_stage_scores_the_big_checkpoint_and_appends_its_figures(tmp_pa
     train_speller.stage_validate(args)
     lines = (tmp_path / "validation.jsonl").read_text().splitlines()
     assert [train_speller.json.loads(line) for line in lines] == [first, first]  # appended; the same model scores alike
+
+
+@pytest.mark.parametrize("flag", ["--eval-size", "--validation-size", "--quick-eval-size"])
+def test_empty_evaluation_sets_are_refused(flag, monkeypatch, capsys):
+    monkeypatch.setattr(sys, "argv", ["train_speller.py", flag, "0", "--stage", "validate"])
+    with pytest.raises(SystemExit):
+        train_speller.main()
+    assert f"{flag} 0: needs at least 1 sentence of each kind" in capsys.readouterr().err

@@ -34,9 +34,9 @@ import torch
 import transformers
 
 from seq2spec import Seq2SeqSpeculator, SpeculationStats
-from seq2spec.audio import load_audio
 from seq2spec.default_models import cache_dir, load_whisper_base_pair, whisper_base_sources
-from seq2spec.whisper_draft import load_whisper_draft, output_token_ids
+from seq2spec.whisper.audio import load_audio
+from seq2spec.whisper.draft import load_whisper_draft, output_token_ids
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_core import DecoderCallCounter, processor_name  # noqa: E402

@@ -24,7 +24,7 @@ PAIRS = ROOT / "recipes" / "data" / "spelling_heldout.tsv"
 
 
 def timed(argv: list[str]) -> float:
-    from seq2spec.cli import main
+    from seq2spec.commands.main import main
 
     start = time.perf_counter()
     code = main(argv)
@@ -42,7 +42,7 @@ def main() -> None:
     import ray
     import torch
 
-    from seq2spec.ray_runner import read_records
+    from seq2spec.commands.ray_cluster import read_records
 
     torch.set_num_threads(args.cpus)
     ray.init(num_cpus=args.cpus, include_dashboard=False, log_to_driver=False)

@@ -483,7 +483,7 @@ def output_tokens_for(args, big, tokenizer) -> torch.Tensor | None:
 
 
 def new_draft(args, big):
-    from seq2spec.whisper_draft import draft_from_big_layers, own_parameters
+    from seq2spec.whisper.draft import draft_from_big_layers, own_parameters
 
     draft = draft_from_big_layers(big, args.init_layers)
     for parameter in big.parameters():
@@ -560,7 +560,7 @@ def stage_train(args) -> None:
     pad_id = big.generation_config.eos_token_id
     initial_draft = None
     if args.init_draft is not None:
-        from seq2spec.whisper_draft import load_whisper_draft, output_token_ids
+        from seq2spec.whisper.draft import load_whisper_draft, output_token_ids
 
         initial_draft = load_whisper_draft(big, args.init_draft)
         subset, path = output_token_ids(initial_draft), args.work_dir / "output_tokens.pt"
@@ -708,7 +708,7 @@ def coverage(data: EncodedSet, tokens: torch.Tensor) -> float:
 
 
 def stage_eval(args) -> dict:
-    from seq2spec.whisper_draft import own_parameters, restrict_output_vocabulary
+    from seq2spec.whisper.draft import own_parameters, restrict_output_vocabulary
 
     big, processor = load_base(args)
     pad_id = big.generation_config.eos_token_id
@@ -820,7 +820,7 @@ def card_table(metrics: dict) -> str:
 
 
 def stage_export(args) -> None:
-    from seq2spec.whisper_draft import own_parameters, restrict_output_vocabulary, save_whisper_draft
+    from seq2spec.whisper.draft import own_parameters, restrict_output_vocabulary, save_whisper_draft
 
     metrics_path = args.work_dir / "metrics.json"
     metrics = json.loads(metrics_path.read_text()) if metrics_path.is_file() else stage_eval(args)

@@ -25,11 +25,11 @@ import time
 from pathlib import Path
 
 import torch
+from metrics import error_counts, text_normalizer
 
 from seq2spec import Seq2SeqSpeculator
-from seq2spec.audio import SAMPLING_RATE, load_audio, to_mono_16k
-from seq2spec.metrics import error_counts, text_normalizer
-from seq2spec.transcription import transcribe_clips
+from seq2spec.whisper.audio import SAMPLING_RATE, load_audio, to_mono_16k
+from seq2spec.whisper.transcription import transcribe_clips
 
 DEFAULT_FOLDER = Path(__file__).resolve().parent / "data" / "asr_samples"
 
@@ -137,7 +137,7 @@ def main(argv: list[str] | None = None) -> int:
         speculator = Seq2SeqSpeculator(args.model, draft)
     else:
         from seq2spec.default_models import load_whisper_base
-        from seq2spec.whisper_draft import WHISPER_BASE_DRAFT_DIR, load_whisper_draft
+        from seq2spec.whisper.draft import WHISPER_BASE_DRAFT_DIR, load_whisper_draft
 
         big, processor = load_whisper_base()
         if args.draft is None and WHISPER_BASE_DRAFT_DIR.is_dir():

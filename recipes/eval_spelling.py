@@ -24,10 +24,10 @@ import time
 from pathlib import Path
 
 import torch
+from metrics import correction_counts, error_counts
 from tqdm import tqdm
 
 from seq2spec import Seq2SeqSpeculator
-from seq2spec.metrics import correction_counts, error_counts
 
 DEFAULT_DATA = Path(__file__).resolve().parent / "data" / "spelling_heldout.tsv"
 

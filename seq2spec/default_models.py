@@ -71,7 +71,7 @@ def whisper_base_sources() -> tuple[Path, list[Path]]:
 
 def whisper_base_dir() -> Path:
     """A transformers directory of Whisper base, converted from the embedded CTranslate2 weights once and cached."""
-    from seq2spec.whisper_ct2 import convert_ct2_whisper
+    from seq2spec.whisper.ct2 import convert_ct2_whisper
 
     target = cache_dir() / "whisper-base"
     if (target / "model.safetensors").is_file() and (target / "generation_config.json").is_file():
@@ -95,7 +95,7 @@ def load_whisper_base(device: str | torch.device | None = None, dtype: torch.dty
 def load_whisper_base_pair(device: str | torch.device | None = None, dtype: torch.dtype | None = None):
     """``(base, draft, processor)``: the embedded Whisper base and the shipped 2-layer distilled draft that shares
     its encoder and embeddings (seq2spec/assets/whisper_base_draft)."""
-    from seq2spec.whisper_draft import load_whisper_draft
+    from seq2spec.whisper.draft import load_whisper_draft
 
     big, processor = load_whisper_base(device=device, dtype=dtype)
     return big, load_whisper_draft(big), processor

@@ -2,41 +2,62 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Literal
+from dataclasses import dataclass, field, fields, replace
+from typing import Any, Literal
 
 Acceptance = Literal["per-row", "batch-min"]
 ACCEPTANCE_MODES: tuple[str, ...] = ("per-row", "batch-min")
 
 
+def _option(default: Any, description: str, **metadata: Any) -> Any:
+    return field(default=default, metadata={"help": description, **metadata})
+
+
 @dataclass(frozen=True)
 class SpeculationOptions:
-    """How many tokens the draft proposes and how the big model's verdict is applied.
+    """How candidates are proposed and how the big model's verdict is applied; none of them changes the output.
 
-    ``num_draft_tokens`` is the starting draft length. With ``adaptive`` it grows by 2 for a row whose proposals
-    were all accepted and shrinks by 1 otherwise, within ``[min_draft_tokens, max_draft_tokens]``; a batch drafts
-    the rounded mean of its live rows' lengths. ``acceptance="batch-min"`` rolls every row back to the batch's
-    earliest mismatch (the published batched design), kept for comparison. ``min_draft_confidence`` ends a
-    draft model's proposal early once every row has proposed a token it gave less than that probability
-    (0 turns it off); it changes the speed, never the output. ``lean_draft`` runs a T5/MT5 draft's decoder steps
-    through seq2spec's own few-operation step (``lean_t5.py``, checked against transformers' logits before use)
-    instead of transformers' module stack, whose per-call overhead dominates a small draft's cost; the big model
-    always runs through transformers, so this too changes the speed only.
+    This dataclass is the one list of speculation options: the commands derive their flags from its fields and
+    help texts. A shipped draft carries the options it was tuned with (``recommended_options``); they apply unless
+    the caller passes options of their own.
     """
 
-    num_draft_tokens: int = 5
-    adaptive: bool = True
-    min_draft_tokens: int = 1
-    max_draft_tokens: int = 16
-    acceptance: Acceptance = "per-row"
-    min_draft_confidence: float = 0.0
-    lean_draft: bool = True
+    num_draft_tokens: int = _option(5, "starting proposal length per row")
+    adaptive: bool = _option(
+        True,
+        "adapt each row's proposal length: a draft model's grows by 2 after a fully accepted proposal and shrinks by "
+        "1 otherwise (a batch drafts the rounded mean of its rows); input copy doubles and halves",
+    )
+    min_draft_tokens: int = _option(1, "shortest proposal when adapting")
+    max_draft_tokens: int = _option(16, "longest proposal from a draft model")
+    acceptance: Acceptance = _option(
+        "per-row",
+        "per-row: each row keeps its own agreeing prefix; batch-min: every row is rolled back to the batch's earliest "
+        "mismatch (the published batched design, for comparison)",
+        choices=ACCEPTANCE_MODES,
+    )
+    min_draft_confidence: float = _option(
+        0.0,
+        "end a draft model's proposal once every row has proposed a token the draft gave less than this probability "
+        "(fewer wasted draft forwards; 0 turns it off)",
+    )
+    lean_draft: bool = _option(
+        True,
+        "run a T5/MT5 draft's decoder step through seq2spec's few-operation step instead of transformers' modules "
+        "(checked against transformers' logits before use)",
+    )
+    input_copy: bool = _option(
+        False,
+        "with a draft model: propose each row's own source where it aligns and the draft model elsewhere "
+        "(correction tasks)",
+    )
+    max_copy_tokens: int = _option(32, "longest proposal copied from the source (copies cost no forwards)")
 
     def __post_init__(self) -> None:
         confidence = self.min_draft_confidence
         if isinstance(confidence, bool) or not isinstance(confidence, (int, float)) or not 0 <= confidence < 1:
             raise ValueError(f"min_draft_confidence must be a number in [0, 1), got {confidence!r}")
-        for name in ("num_draft_tokens", "min_draft_tokens", "max_draft_tokens"):
+        for name in ("num_draft_tokens", "min_draft_tokens", "max_draft_tokens", "max_copy_tokens"):
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:
                 raise ValueError(f"{name} must be a positive integer, got {value!r}")
@@ -45,10 +66,28 @@ class SpeculationOptions:
                 "expected min_draft_tokens <= num_draft_tokens <= max_draft_tokens, got "
                 f"{self.min_draft_tokens}, {self.num_draft_tokens}, {self.max_draft_tokens}"
             )
-        if not isinstance(self.lean_draft, bool):
-            raise ValueError(f"lean_draft must be True or False, got {self.lean_draft!r}")
+        for name in ("adaptive", "lean_draft", "input_copy"):
+            if not isinstance(getattr(self, name), bool):
+                raise ValueError(f"{name} must be True or False, got {getattr(self, name)!r}")
         if self.acceptance not in ACCEPTANCE_MODES:
             raise ValueError(f"acceptance must be one of {ACCEPTANCE_MODES}, got {self.acceptance!r}")
+
+    @classmethod
+    def field_names(cls) -> tuple[str, ...]:
+        return tuple(item.name for item in fields(cls))
+
+    def updated(self, **changes: Any) -> SpeculationOptions:
+        """A copy with ``changes`` applied; an unknown name is a ``TypeError`` that lists the known ones."""
+        unknown = sorted(set(changes) - set(self.field_names()))
+        if unknown:
+            raise TypeError(f"unknown speculation option(s) {unknown}; known: {', '.join(self.field_names())}")
+        return replace(self, **changes)
+
+
+def recommended_options(draft: object) -> dict[str, Any]:
+    """The options a draft was tuned with (``draft.seq2spec_options``, set by the shipped loaders), else none."""
+    options = getattr(draft, "seq2spec_options", None)
+    return dict(options) if isinstance(options, dict) else {}
 
 
 @dataclass

@@ -1,16 +1,22 @@
-"""Shared fixtures: small random models with varied greedy outputs (see seq2spec.toy_models)."""
+"""Shared fixtures: small random models with varied greedy outputs (see seq2spec.toys and toy_helpers)."""
 
 from __future__ import annotations
+
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
 import soundfile
 import torch
 from synthetic_audio import tone
+from toy_helpers import perturbed_copy
 
-from seq2spec.toy_models import FAMILIES, build_toy_model, perturbed_copy
+from seq2spec.toys import FAMILIES, build_toy_model
 
 torch.set_num_threads(min(2, torch.get_num_threads()))
+# the recipes (training, evaluation, metrics) are scripts, not part of the package: their tests import them from here
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "recipes"))
 
 
 @pytest.fixture(scope="session")
@@ -53,10 +59,10 @@ def toy_byte_models():
 def toy_whisper_dirs(tmp_path_factory):
     """A small random Whisper saved with a processor, and a draft sharing its encoder: (big dir, draft dir)."""
     from test_whisper_ct2 import write_tokenizer
+    from toy_helpers import build_toy_whisper, whisper_draft_sharing_encoder
     from transformers import WhisperFeatureExtractor, WhisperProcessor
 
-    from seq2spec.toy_models import build_toy_whisper, whisper_draft_sharing_encoder
-    from seq2spec.whisper_ct2 import load_whisper_tokenizer
+    from seq2spec.whisper.ct2 import load_whisper_tokenizer
 
     root = tmp_path_factory.mktemp("whisper")
     big = build_toy_whisper()

@@ -7,7 +7,7 @@ import torch
 from transformers import GPT2Config, GPT2LMHeadModel
 
 from seq2spec import Seq2SeqSpeculator
-from seq2spec.toy_models import build_toy_model, random_sources
+from seq2spec.toys import build_toy_model, random_sources
 
 
 @pytest.fixture(scope="module")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch
 from transformers import DynamicCache, EncoderDecoderCache
 
-from seq2spec.cache import drop_first_slots, drop_last_entries, select_rows
+from seq2spec.decoding.cache import drop_first_slots, drop_last_entries, select_rows
 
 
 def _cache_with(keys: torch.Tensor) -> EncoderDecoderCache:
@@ -23,8 +23,8 @@ def _keys(rows: int, length: int) -> torch.Tensor:
 
 def test_rows_drop_their_own_tails_and_shift_right():
     cache = _cache_with(_keys(3, 6))
-    shifts = drop_last_entries(cache, torch.tensor([1, 3, 2]))
-    assert shifts.tolist() == [0, 2, 1]  # one entry cropped from all, the rest by shifting
+    shifts = drop_last_entries(cache, [1, 3, 2])
+    assert shifts == [0, 2, 1]  # one entry cropped from all, the rest by shifting
     keys = cache.self_attention_cache.layers[0].keys[:, 0, :, 0]
     assert keys.shape == (3, 5)
     assert keys[0].tolist() == [0, 1, 2, 3, 4]
@@ -36,7 +36,7 @@ def test_rows_drop_their_own_tails_and_shift_right():
 
 def test_uniform_drop_is_a_crop_and_leading_slots_can_be_trimmed():
     cache = _cache_with(_keys(2, 5))
-    assert drop_last_entries(cache, torch.tensor([2, 2])).tolist() == [0, 0]
+    assert drop_last_entries(cache, [2, 2]) == [0, 0]
     assert cache.self_attention_cache.get_seq_length() == 3
     drop_first_slots(cache, 1)
     assert cache.self_attention_cache.layers[0].keys[:, 0, :, 0].tolist() == [[1, 2], [101, 102]]

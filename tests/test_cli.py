@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from seq2spec import Seq2SeqSpeculator
-from seq2spec.cli import main, one_line
+from seq2spec.commands.correct import one_line
+from seq2spec.commands.main import main
 
 
 @pytest.fixture(scope="module")

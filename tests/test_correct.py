@@ -64,7 +64,7 @@ def test_accepts_any_iterable_of_strings(toy_byte_models):
 def test_too_long_input_is_an_error_unless_truncation_is_asked_for():
     from transformers import ByT5Tokenizer
 
-    from seq2spec.toy_models import build_toy_model
+    from seq2spec.toys import build_toy_model
 
     tokenizer = ByT5Tokenizer(model_max_length=32)
     big = build_toy_model("t5-v1_1", seed=7, vocab_size=len(tokenizer))

@@ -11,18 +11,10 @@ import os
 
 import pytest
 import torch
+from toy_helpers import build_toy_whisper, perturbed_copy, toy_features, varied_enough, whisper_draft_sharing_encoder
 
 from seq2spec import Seq2SeqSpeculator
-from seq2spec.toy_models import (
-    FAMILIES,
-    build_toy_model,
-    build_toy_whisper,
-    perturbed_copy,
-    random_sources,
-    toy_features,
-    varied_enough,
-    whisper_draft_sharing_encoder,
-)
+from seq2spec.toys import FAMILIES, build_toy_model, random_sources
 
 # SEQ2SPEC_TEST_DEVICE=cpu runs these tests on the CPU (to check the tests themselves where there is no GPU)
 DEVICE = os.environ.get("SEQ2SPEC_TEST_DEVICE", "cuda")

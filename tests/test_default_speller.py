@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 import torch
+from metrics import cer
 
 from seq2spec import Seq2SeqSpeculator
-from seq2spec.cli import main
+from seq2spec.commands.main import main
 from seq2spec.default_models import SPELLER_DIR, load_speller
-from seq2spec.metrics import cer
 
 MISSPELLED = [
     "Thsi sentense has a fwe erors in it.",

@@ -10,8 +10,8 @@ import pytest
 import torch
 
 from seq2spec import Seq2SeqSpeculator
-from seq2spec.audio import load_audio
-from seq2spec.whisper_draft import WHISPER_BASE_DRAFT_DIR, output_token_ids
+from seq2spec.whisper.audio import load_audio
+from seq2spec.whisper.draft import WHISPER_BASE_DRAFT_DIR, output_token_ids
 
 SAMPLES = Path(__file__).resolve().parents[1] / "recipes" / "data" / "asr_samples"
 LIBRIVOX = Path("/usr/share/pocketsphinx/test/data/librivox")

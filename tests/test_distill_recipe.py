@@ -2,13 +2,10 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
-import torch
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "recipes"))
 import distill_whisper_draft  # noqa: E402
+import torch
 
 
 def write_chunk(folder: Path, start: int, rows: int) -> None:

@@ -9,7 +9,7 @@ import torch
 from conftest import assert_same, greedy
 
 from seq2spec import Seq2SeqSpeculator
-from seq2spec.toy_models import random_sources
+from seq2spec.toys import random_sources
 
 
 class CallCounter:

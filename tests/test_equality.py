@@ -5,9 +5,10 @@ from __future__ import annotations
 import pytest
 import torch
 from conftest import assert_same, greedy
+from toy_helpers import varied_enough
 
 from seq2spec import Seq2SeqSpeculator
-from seq2spec.toy_models import FAMILIES, random_sources, varied_enough
+from seq2spec.toys import FAMILIES, random_sources
 
 MAX_NEW = 40
 
@@ -141,7 +142,9 @@ def test_no_draft_is_plain_greedy(toy_models):
 
 
 def test_mbart_learned_positions_per_row():
-    from seq2spec.toy_models import build_toy_model, perturbed_copy
+    from toy_helpers import perturbed_copy
+
+    from seq2spec.toys import build_toy_model
 
     big = build_toy_model("mbart", seed=4)
     models = {"big": big}

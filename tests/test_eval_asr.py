@@ -3,14 +3,10 @@
 from __future__ import annotations
 
 import json
-import sys
-from pathlib import Path
 
+import eval_asr  # noqa: E402
 import numpy as np
 import soundfile
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "recipes"))
-import eval_asr  # noqa: E402
 
 
 def test_recipe_reports_identical_transcripts(toy_whisper_dirs, tmp_path):

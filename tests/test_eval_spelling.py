@@ -3,10 +3,7 @@
 from __future__ import annotations
 
 import json
-import sys
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "recipes"))
 import eval_spelling  # noqa: E402
 
 

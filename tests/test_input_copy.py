@@ -5,12 +5,23 @@ from __future__ import annotations
 import pytest
 import torch
 from conftest import assert_same, greedy
+from toy_helpers import varied_enough
 
-from seq2spec import Seq2SeqSpeculator
-from seq2spec.drafts import CopyThenDraftProposer, InputCopyProposer
-from seq2spec.families import family_of
-from seq2spec.runner import DecoderRunner
-from seq2spec.toy_models import random_sources, varied_enough
+from seq2spec import DecodingBatch, Seq2SeqSpeculator
+from seq2spec.decoding.families import family_of
+from seq2spec.decoding.runner import DecoderRunner
+from seq2spec.drafts import CopyThenDraftProposer, InputCopyProposer, LengthSchedule
+from seq2spec.toys import random_sources
+
+
+def batch_of(sources: list[list[int]], eos_token_ids: tuple[int, ...] = ()) -> DecodingBatch:
+    """A batch whose rows' source tokens are ``sources`` (right-padded with 0), decoder prompt token 0."""
+    rows, width = len(sources), max(len(source) for source in sources)
+    ids = torch.tensor([source + [0] * (width - len(source)) for source in sources])
+    mask = (torch.arange(width)[None, :] < torch.tensor([len(source) for source in sources])[:, None]).long()
+    prompt = torch.zeros(rows, 1, dtype=torch.long)
+    return DecodingBatch(ids, mask, torch.zeros(rows, 1, 1), prompt, eos_token_ids, pad_token_id=0)
+
 
 COPYING_FAMILIES = ("t5", "t5-v1_1", "mt5")  # the toy BART unties its encoder and decoder embeddings
 
@@ -45,21 +56,22 @@ def test_sources_sharing_no_token_with_the_output(toy_models):
 
 
 def test_alignment_follows_the_output_through_the_source():
-    proposer = InputCopyProposer([[10, 11, 12, 13, 14, 15, 1]], filler_token_id=0, initial_length=3)
-    proposer.start(torch.zeros(1, 1, dtype=torch.long))
-    assert proposer.propose(8, None).tolist() == [[10, 11, 12]]  # nothing generated yet: from the start
-    proposer.accept(torch.tensor([3]), torch.tensor([99]))  # all three kept, then a correction
-    assert proposer.positions == [3] and proposer.lengths == [6]
-    assert proposer.propose(8, None).tolist() == [[13, 14, 15, 1]]  # no n-gram match for 99: continue at 3
-    proposer.accept(torch.tensor([1]), torch.tensor([14]))  # 13 kept, then 14 (a deleted token re-inserted)
-    assert proposer.propose(2, None).tolist() == [[15, 1]]  # realigned on "13 14"
+    proposer = InputCopyProposer(LengthSchedule(3, 1, 32, "double"))
+    proposer.start(batch_of([[10, 11, 12, 13, 14, 15, 1]]))
+    assert proposer.propose(8, None).tokens.tolist() == [[10, 11, 12]]  # nothing generated yet: from the start
+    proposer.accept([3], torch.tensor([99]))  # all three kept, then a correction
+    assert proposer.copy.positions == [3] and proposer.copy.schedule.lengths == [6]
+    assert proposer.propose(8, None).tokens.tolist() == [[13, 14, 15, 1]]  # no n-gram match for 99: continue at 3
+    proposer.accept([1], torch.tensor([14]))  # 13 kept, then 14 (a deleted token re-inserted)
+    assert proposer.propose(2, None).tokens.tolist() == [[15, 1]]  # realigned on "13 14"
 
 
 def test_rows_of_different_proposal_lengths_are_padded_with_the_filler():
-    proposer = InputCopyProposer([[5, 6, 7, 8], [9]], filler_token_id=0, initial_length=4)
-    proposer.start(torch.zeros(2, 1, dtype=torch.long))
-    assert proposer.propose(4, None).tolist() == [[5, 6, 7, 8], [9, 0, 0, 0]]
-    assert proposer.proposed_counts == [4, 1]
+    proposer = InputCopyProposer(LengthSchedule(4, 1, 32, "double"))
+    proposer.start(batch_of([[5, 6, 7, 8], [9]]))
+    proposal = proposer.propose(4, None)
+    assert proposal.tokens.tolist() == [[5, 6, 7, 8], [9, 0, 0, 0]]
+    assert proposal.counts == [4, 1] and proposal.copied == [4, 1]
 
 
 def test_input_copy_needs_one_vocabulary(toy_models):
@@ -123,15 +135,16 @@ def test_copy_then_draft_proposals_follow_the_accepted_text(toy_models):
     sources = [own_output[r].tolist() if r % 2 else input_ids[r, : int(mask[r].sum())].tolist() for r in range(rows)]
     encoder_output = draft.get_encoder()(input_ids=input_ids, attention_mask=mask).last_hidden_state
     runner = DecoderRunner(draft, family_of(draft), encoder_output, mask)
-    proposer = CopyThenDraftProposer(runner, sources, 0, (), initial_length=5, max_copy_length=8)
-    proposer.start(torch.zeros(rows, 1, dtype=torch.long))
+    proposer = CopyThenDraftProposer(runner, LengthSchedule(5, 1, 8, "double"), LengthSchedule(5, 1, 16, "add"))
+    proposer.start(batch_of(sources))
     kept_text = [[0] for _ in range(rows)]
     generator = torch.Generator().manual_seed(0)
     modes = set()
     for _ in range(6):
-        candidates = proposer.propose(8, lambda so_far, scores: scores)
+        proposal = proposer.propose(8, lambda so_far, scores: scores)
+        candidates = proposal.tokens
         for r in range(rows):
-            proposed = candidates[r, : proposer.proposed_counts[r]].tolist()
+            proposed = candidates[r, : proposal.counts[r]].tolist()
             modes.add(proposer.copying[r])
             expected, text = [], list(kept_text[r])
             for _ in range(1 if proposer.copying[r] else len(proposed)):
@@ -143,11 +156,9 @@ def test_copy_then_draft_proposals_follow_the_accepted_text(toy_models):
                 expected.append(int(logits[0, -1].argmax()))
                 text.append(expected[-1])
             assert proposed[: len(expected)] == expected, (r, proposer.copying[r])
-        accepted = torch.tensor(
-            [int(torch.randint(0, proposer.proposed_counts[r] + 1, (1,), generator=generator)) for r in range(rows)]
-        )
+        accepted = [int(torch.randint(0, proposal.counts[r] + 1, (1,), generator=generator)) for r in range(rows)]
         bonus = torch.randint(2, 128, (rows,), generator=generator)
         for r in range(rows):
-            kept_text[r] += candidates[r, : int(accepted[r])].tolist() + [int(bonus[r])]
+            kept_text[r] += candidates[r, : accepted[r]].tolist() + [int(bonus[r])]
         proposer.accept(accepted, bonus)
     assert modes == {True, False}

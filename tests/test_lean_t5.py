@@ -1,4 +1,4 @@
-"""seq2spec.lean_t5: the draft's lean T5/MT5 decoder step gives transformers' logits through the runner's cache
+"""seq2spec.drafts.lean_t5: the draft's lean T5/MT5 decoder step gives transformers' logits through the runner's cache
 surgery (appending, per-row rollback, dropped rows), the speculator uses it without changing any output, and it
 stands aside when its probe disagrees with transformers or the draft changed."""
 
@@ -7,12 +7,13 @@ from __future__ import annotations
 import pytest
 import torch
 from conftest import assert_same, greedy
+from toy_helpers import varied_enough
 
 from seq2spec import Seq2SeqSpeculator
-from seq2spec.families import family_of
-from seq2spec.lean_t5 import LeanT5Decoder
-from seq2spec.runner import DecoderRunner
-from seq2spec.toy_models import build_toy_model, random_sources, varied_enough
+from seq2spec.decoding.families import family_of
+from seq2spec.decoding.runner import DecoderRunner
+from seq2spec.drafts.lean_t5 import LeanT5Decoder
+from seq2spec.toys import build_toy_model, random_sources
 
 TOLERANCE = {torch.float32: 1e-4, torch.bfloat16: 5e-2, torch.float16: 1e-2}
 
@@ -27,7 +28,7 @@ def test_lean_step_gives_transformers_logits_through_rollback_and_row_drops(fami
     with torch.inference_mode():
         encoded = model.get_encoder()(input_ids=ids, attention_mask=mask).last_hidden_state
         reference = DecoderRunner(model, family_of(model), encoded, mask)
-        fast = DecoderRunner(model, family_of(model), encoded, mask, lean_step=lean)
+        fast = DecoderRunner(model, family_of(model), encoded, mask, step=lean)
         generator = torch.Generator().manual_seed(5)
 
         def both(tokens: torch.Tensor) -> None:
@@ -41,15 +42,14 @@ def test_lean_step_gives_transformers_logits_through_rollback_and_row_drops(fami
         both(torch.zeros(4, 1, dtype=torch.long))
         both(tokens(4, 4))
         for runner in (reference, fast):  # rows keep 1, 4, 0 and 2 of the 4 tokens: per-row left padding
-            runner.keep(torch.tensor([1, 4, 0, 2]), fed=4)
+            runner.keep([1, 4, 0, 2], fed=4)
         both(tokens(4, 2))
         for runner in (reference, fast):
-            runner.select(torch.tensor([0, 2, 3]))
+            runner.select([0, 2, 3])
         both(tokens(3, 3))
         for runner in (reference, fast):
-            runner.keep(torch.tensor([3, 1, 2]), fed=3)
+            runner.keep([3, 1, 2], fed=3)
         both(tokens(3, 1))
-    assert fast.forward_calls == reference.forward_calls == 5 and fast.row_forwards == reference.row_forwards
 
 
 @pytest.mark.parametrize("family", ["t5-v1_1", "mt5"])
@@ -67,7 +67,7 @@ def test_speculator_runs_the_draft_through_the_lean_step_with_greedy_output(fami
 
     monkeypatch.setattr(LeanT5Decoder, "__call__", counted)
     lean = Seq2SeqSpeculator(big, draft)
-    assert lean._lean_draft_step() is not None
+    assert lean._proposers.lean_step() is not None
     calls.clear()  # the probe's own calls
     assert_same(lean.generate(ids, mask, max_new_tokens=24), expected)
     assert len(calls) == lean.last_stats.draft_forwards > 0
@@ -95,13 +95,13 @@ def test_a_probe_that_disagrees_keeps_transformers_forward(monkeypatch):
 def test_the_lean_step_is_rebuilt_when_the_draft_changes(toy_models):
     big, draft = toy_models["t5-v1_1"]["big"], build_toy_model("t5-v1_1", seed=13, d_model=48, layers=1).eval()
     speculator = Seq2SeqSpeculator(big, draft)
-    first = speculator._lean_draft_step()
-    assert first is not None and speculator._lean_draft_step() is first
+    first = speculator._proposers.lean_step()
+    assert first is not None and speculator._proposers.lean_step() is first
     with torch.no_grad():
         draft.lm_head.weight.mul_(1.5)  # changed in place: the fused copies would be stale
-    second = speculator._lean_draft_step()
+    second = speculator._proposers.lean_step()
     assert second is not None and second is not first
     draft.train()
-    assert speculator._lean_draft_step() is None  # dropout active: transformers' forward
+    assert speculator._proposers.lean_step() is None  # dropout active: transformers' forward
     draft.eval()
-    assert speculator._lean_draft_step() is not None
+    assert speculator._proposers.lean_step() is not None

@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 import pytest
-
-from seq2spec.metrics import cer, correction_counts, error_counts, text_normalizer, wer, word_edits
+from metrics import cer, correction_counts, error_counts, text_normalizer, wer, word_edits
 
 
 def test_substitution_insertion_deletion():

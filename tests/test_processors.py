@@ -7,7 +7,7 @@ from transformers.generation.logits_process import (
     TemperatureLogitsWarper,
 )
 
-from seq2spec.processors import CachedSuppressTokens, CachedSuppressTokensAtBegin, with_cached_masks
+from seq2spec.decoding.processors import CachedSuppressTokens, CachedSuppressTokensAtBegin, with_cached_masks
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16])
@@ -58,7 +58,7 @@ def test_speculator_applies_suppress_tokens_as_generate_does(toy_models):
     from conftest import assert_same, greedy
 
     from seq2spec import Seq2SeqSpeculator
-    from seq2spec.toy_models import random_sources
+    from seq2spec.toys import random_sources
 
     models = toy_models["t5"]
     big = models["big"]

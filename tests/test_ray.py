@@ -9,8 +9,8 @@ import pytest
 
 ray = pytest.importorskip("ray", reason='Ray is not installed (pip install "seq2spec[ray]")')
 
-from seq2spec.cli import main  # noqa: E402
-from seq2spec.ray_runner import read_records  # noqa: E402
+from seq2spec.commands.main import main  # noqa: E402
+from seq2spec.commands.ray_cluster import read_records  # noqa: E402
 
 
 @pytest.fixture(scope="module", autouse=True)

@@ -13,12 +13,12 @@ import functools
 
 import pytest
 import torch
+from toy_helpers import perturbed_copy
 
-import seq2spec.speculator as speculator_module
+import seq2spec.decoding.search as search_module
 from seq2spec import Seq2SeqSpeculator
-from seq2spec.generation_setup import plan_greedy_generation
-from seq2spec.toy_models import perturbed_copy, random_sources
-from seq2spec.verify import SamplingVerifier
+from seq2spec.decoding.verify import SamplingVerifier
+from seq2spec.toys import random_sources
 
 HORIZON = 3
 TEMPERATURE = 1.3
@@ -33,8 +33,13 @@ def setup(toy_models):
     big = toy_models["t5"]["big"]
     draft = perturbed_copy(big, seed=7, relative_noise=0.1)
     source = random_sources(1, seed=11)[0][:, :12]
-    plan = plan_greedy_generation(big, source, HORIZON, dict(SAMPLING, max_new_tokens=None), allow_sampling=True)
-    kinds = sorted(type(processor).__name__ for processor in plan.logits_processor)
+    kinds = []
+
+    def record_processors(model, input_ids, logits_processor, **_):  # what generate hands its decoding method
+        kinds.extend(sorted(type(processor).__name__ for processor in logits_processor))
+        return input_ids
+
+    big.generate(source, custom_generate=record_processors, **SAMPLING)
     assert kinds == ["TemperatureLogitsWarper", "TopKLogitsWarper"], kinds  # what exact_distribution models
     return big, draft, source, exact_distribution(big, source)
 
@@ -136,7 +141,7 @@ def test_deterministic_proposals_keep_the_distribution(setup):
 def test_argmax_of_residual_is_caught(setup, monkeypatch):
     """The common mistake (argmax of p - q after a rejection) fails the same test."""
     big, draft, source, expected = setup
-    monkeypatch.setattr(speculator_module, "SamplingVerifier", functools.partial(SamplingVerifier, residual="argmax"))
+    monkeypatch.setattr(search_module, "SamplingVerifier", functools.partial(SamplingVerifier, residual="argmax"))
     speculator = Seq2SeqSpeculator(big, draft, num_draft_tokens=2, adaptive=False)
     generated = speculator.generate(source.repeat(SAMPLES, 1), seed=1, **SAMPLING)
     assert 0.2 < speculator.last_stats.acceptance_rate < 0.95, speculator.last_stats.acceptance_rate

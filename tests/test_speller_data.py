@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 import random
-import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "recipes"))
 import speller_data  # noqa: E402
 
 TYPOS = {"receive": ["recieve"], "friend": ["freind"], "letter": ["leter"]}
@@ -52,11 +50,11 @@ WORDNET_NOUN = (
     "11356392 18 n 03 Updike 0 John_Updike 0 John_Hoyer_Updike 0 001 @i 10794014 n 0000 | United States author "
     "(born 1932)  \n"
     "00002137 03 n 02 abstraction 0 abstract_entity 0 010 @ 00001740 n 0000 | a general concept formed by "
-    "extracting common features from specific examples; \"the abstraction of a concept\"  \n"
+    'extracting common features from specific examples; "the abstraction of a concept"  \n'
 )
 WORDNET_ADJ = (
     "02371078 00 s 01 sweptwing 0 002 & 02370753 a 0000 | (of an aircraft) having sweptback wings; "
-    "\"a sweptwing aircraft flies fast\"  \n"
+    '"a sweptwing aircraft flies fast"  \n'
     "02013631 00 s 01 redux(ip) 0 001 & 02013198 a 0000 | brought back to a former state  \n"
 )
 

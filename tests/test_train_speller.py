@@ -3,12 +3,9 @@
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 
 import pytest
 import torch
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "recipes"))
 import train_speller  # noqa: E402
 
 SEED = {"d_model": 32, "d_kv": 8, "num_heads": 4, "d_ff": 48, "num_layers": 2, "num_decoder_layers": 3}
@@ -271,9 +268,7 @@ def test_validate_stage_scores_the_big_checkpoint_and_appends_its_figures(tmp_pa
     ByT5Tokenizer().save_pretrained(tmp_path / "tokenizer")
     model = train_speller.new_model(shape, 3)
     torch.save({"model": model.state_dict(), "optimizer": None, "step": 123}, tmp_path / "big.ckpt")
-    args = train_speller.argparse.Namespace(
-        work_dir=tmp_path, device="cpu", seed=0, eval_size=20, validation_size=30
-    )
+    args = train_speller.argparse.Namespace(work_dir=tmp_path, device="cpu", seed=0, eval_size=20, validation_size=30)
     first = train_speller.stage_validate(args)
     assert first["big_step"] == 123 and first["sentences"] == [30, 30]
     assert first["cer_input"] > 0 and first["cer_big"] >= 0 and 0 <= first["clean_unchanged_big"] <= 1

@@ -11,9 +11,9 @@ import torch
 from synthetic_audio import tone
 
 from seq2spec import Seq2SeqSpeculator
-from seq2spec.audio import load_audio
-from seq2spec.cli import main
-from seq2spec.transcribe_cli import completed_files, render
+from seq2spec.commands.main import main
+from seq2spec.commands.transcribe import completed_files, render
+from seq2spec.whisper.audio import load_audio
 
 GOOD = {"a_8k_mono.wav", "b_16k_stereo.flac", "c_44k_stereo.wav", "d_16k_mono.ogg"}
 BAD = {"empty.wav", "notes.wav", "truncated.wav"}
@@ -152,7 +152,7 @@ def test_killed_mid_run_then_resumed(toy_whisper_dirs, tmp_path):
     root = Path(__file__).resolve().parents[1]
     env = dict(os.environ, PYTHONPATH=str(root) + os.pathsep + os.environ.get("PYTHONPATH", ""))
     process = subprocess.Popen(
-        [sys.executable, "-m", "seq2spec.cli", *args], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+        [sys.executable, "-m", "seq2spec", *args], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
     )
     deadline = time.time() + 120
     while time.time() < deadline and (not out.exists() or len(out.read_bytes().splitlines()) < 3):

@@ -9,11 +9,11 @@ import numpy as np
 import pytest
 import torch
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers
+from toy_helpers import WHISPER_TOY_SPECIALS, build_toy_whisper
 from transformers import WhisperForConditionalGeneration
 
-from seq2spec.cli import main
-from seq2spec.toy_models import WHISPER_TOY_SPECIALS, build_toy_whisper
-from seq2spec.whisper_ct2 import Ct2FormatError, convert_ct2_whisper, read_ct2_model, write_ct2_model
+from seq2spec.commands.main import main
+from seq2spec.whisper.ct2 import Ct2FormatError, convert_ct2_whisper, read_ct2_model, write_ct2_model
 
 SPECIALS = list(WHISPER_TOY_SPECIALS)
 TIMESTAMPS = 1501
@@ -161,7 +161,7 @@ def test_float16_and_int8_weights(tmp_path, whisper_and_features):
     scale = np.array([2.0, 4.0], dtype=np.float32)
     values = np.array([[10, -20], [8, 4]], dtype=np.int8)
     write_ct2_model(quantised, "WhisperSpec", 3, {"x/weight": values, "x/weight_scale": scale})
-    from seq2spec.whisper_ct2 import _weight
+    from seq2spec.whisper.ct2 import _weight
 
     assert np.array_equal(_weight(read_ct2_model([quantised]), "x"), np.array([[5.0, -10.0], [2.0, 1.0]]))
 

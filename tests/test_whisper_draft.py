@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import pytest
 import torch
+from toy_helpers import build_toy_whisper, toy_features
 
 from seq2spec import Seq2SeqSpeculator
-from seq2spec.toy_models import build_toy_whisper, toy_features
-from seq2spec.whisper_draft import (
+from seq2spec.whisper.draft import (
     WEIGHTS_FILE,
     VocabularySubsetHead,
     draft_from_big_layers,

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 import torch
+from toy_helpers import build_toy_whisper, toy_features, whisper_draft_sharing_encoder
 
 from seq2spec import Seq2SeqSpeculator
-from seq2spec.toy_models import build_toy_whisper, toy_features, whisper_draft_sharing_encoder
 
 EOS = 256
 
@@ -115,7 +115,7 @@ def test_no_draft_and_errors(whisper_pair):
 
 def test_decoder_only_assistant(whisper_pair):
     """A WhisperForCausalLM draft (distil-whisper's assistant layout) reads the big model's encoder output."""
-    from seq2spec.toy_models import whisper_causal_assistant
+    from toy_helpers import whisper_causal_assistant
 
     big, _ = whisper_pair
     assistant = whisper_causal_assistant(big)

@@ -19,12 +19,13 @@ import time
 from pathlib import Path
 from typing import Any
 
-from seq2spec.transcribe_cli import read_jsonl_repairing
+from seq2spec.commands.transcribe import read_jsonl_repairing
+from seq2spec.options import SpeculationOptions
 
 RAY_HINT = 'Ray is not installed: pip install "seq2spec[ray]"'
-OUTPUT_FORMATS = ("jsonl", "parquet")
-# the speculation flags both commands share (seq2spec.cli.add_speculation_flags), passed on to every actor
-SPECULATION_KEYS = ("num_draft_tokens", "fixed_draft_length", "acceptance", "min_draft_confidence")
+# what every actor needs to build its speculator the way the local command would
+TRANSCRIBE_KEYS = ("model", "assistant", "language", "task", "timestamps", "device", "dtype")
+CORRECT_KEYS = ("model", "draft", "device", "dtype", "batch_size", "max_new_tokens", "prefix", "truncate")
 
 
 def _ray():
@@ -105,14 +106,14 @@ class TranscribeActor:
     def __init__(self, options: dict[str, Any]):
         import torch
 
-        from seq2spec.transcribe_cli import _load_speculator
+        from seq2spec.commands.transcribe import load_speculator
 
         torch.set_num_threads(max(1, int(options.pop("threads"))))
         self.args = argparse.Namespace(**options)
-        self.speculator = _load_speculator(self.args)
+        self.speculator = load_speculator(self.args)
 
     def __call__(self, batch: dict):
-        from seq2spec.transcribe_cli import transcribe_records
+        from seq2spec.commands.transcribe import transcribe_records
 
         paths = [Path(name) for name in batch["file"]]
         args = self.args
@@ -132,8 +133,16 @@ class TranscribeActor:
         return _columns(records, TRANSCRIPT_COLUMNS + (("segments",) if args.timestamps else ()))
 
 
-def run_transcribe_ray(args: argparse.Namespace) -> int:
-    from seq2spec.audio import duration_seconds, find_audio
+def actor_options(args: argparse.Namespace, keys: tuple[str, ...]) -> dict[str, Any]:
+    """What an actor builds its speculator from: the command's settings and every speculation option (unset ones
+    as None, so that the draft's tuned options apply there as they would locally)."""
+    options = {key: getattr(args, key) for key in (*keys, *SpeculationOptions.field_names())}
+    options["threads"] = args.threads_per_actor or args.cpus_per_actor
+    return options
+
+
+def run_transcribe(args: argparse.Namespace) -> int:
+    from seq2spec.whisper.audio import duration_seconds, find_audio
 
     if args.format != "jsonl":
         print("seq2spec transcribe --ray: --format is for local runs; use --out-format", file=sys.stderr)
@@ -152,11 +161,7 @@ def run_transcribe_ray(args: argparse.Namespace) -> int:
     if not todo:
         return 0
     _start_ray(args.ray_address)
-    options = {
-        key: getattr(args, key)
-        for key in ("model", "assistant", "language", "task", "timestamps", "device", "dtype", *SPECULATION_KEYS)
-    }
-    options["threads"] = args.threads_per_actor or args.cpus_per_actor
+    options = actor_options(args, TRANSCRIBE_KEYS)
     started = time.perf_counter()
     rows = sorted(({"file": f, "seconds": duration_seconds(Path(f))} for f in todo), key=lambda r: r["seconds"])
     dataset = ray.data.from_items(rows).map_batches(
@@ -192,14 +197,14 @@ class CorrectActor:
     def __init__(self, options: dict[str, Any]):
         import torch
 
-        from seq2spec.cli import build_corrector
+        from seq2spec.commands.correct import build_corrector
 
         torch.set_num_threads(max(1, int(options.pop("threads"))))
         self.args = argparse.Namespace(**options)
         self.speculator = build_corrector(self.args)
 
     def _correct(self, sources: list[str]) -> list[str]:
-        from seq2spec.cli import one_line
+        from seq2spec.commands.correct import one_line
 
         args = self.args
         corrected = self.speculator.correct(
@@ -241,7 +246,7 @@ def read_text_inputs(paths: list[str]) -> tuple[list[dict[str, Any]], list[dict[
     return rows, errors
 
 
-def run_correct_ray(args: argparse.Namespace) -> int:
+def run_correct(args: argparse.Namespace) -> int:
     if not args.inputs or "-" in args.inputs:
         print(
             "seq2spec correct --ray: name input files (standard input cannot be split across a cluster)",
@@ -269,22 +274,7 @@ def run_correct_ray(args: argparse.Namespace) -> int:
     if new_errors:
         _write(ray.data.from_items([_row(e) for e in new_errors]), args.out, args.out_format)
     if todo:
-        options = {
-            key: getattr(args, key)
-            for key in (
-                "model",
-                "draft",
-                "input_copy",
-                "device",
-                "dtype",
-                *SPECULATION_KEYS,
-                "batch_size",
-                "max_new_tokens",
-                "prefix",
-                "truncate",
-            )
-        }
-        options["threads"] = args.threads_per_actor or args.cpus_per_actor
+        options = actor_options(args, CORRECT_KEYS)
         dataset = ray.data.from_items(todo).map_batches(
             CorrectActor,
             fn_constructor_kwargs={"options": options},
@@ -303,16 +293,3 @@ def run_correct_ray(args: argparse.Namespace) -> int:
 
 def _row(record: dict[str, Any]) -> dict[str, Any]:
     return {name: record.get(name) for name in CORRECTION_COLUMNS}
-
-
-def add_ray_flags(command: argparse.ArgumentParser) -> None:
-    group = command.add_argument_group("Ray (scale out; needs seq2spec[ray])")
-    group.add_argument("--ray", action="store_true", help="run on Ray Data; --out is then a directory")
-    group.add_argument("--ray-address", help="an existing cluster ('auto', 'ray://head:10001'); default: start locally")
-    group.add_argument("--num-actors", type=int, default=1, help="model replicas (actors) to run (default 1)")
-    group.add_argument("--cpus-per-actor", type=float, default=1, help="CPUs Ray reserves per actor (default 1)")
-    group.add_argument("--threads-per-actor", type=int, help="torch threads per actor (default: --cpus-per-actor)")
-    group.add_argument(
-        "--gpus-per-actor", type=float, help="GPUs per actor (default 1 with --device cuda, else 0; 0.5 shares one)"
-    )
-    group.add_argument("--out-format", choices=OUTPUT_FORMATS, default="jsonl", help="Ray's writer (default jsonl)")

@@ -1,4 +1,4 @@
-"""Whisper transcription of in-memory clips: batching by duration, feature extraction, decoding of the text.
+"""Whisper transcription of clips: reading them, batching by duration, feature extraction, decoding of the text.
 
 Shared by ``Seq2SeqSpeculator.transcribe`` and the evaluation recipe, which passes ``big.generate`` instead of the
 speculator so that both decodings see the same batches and features.
@@ -12,11 +12,37 @@ from typing import Any
 import numpy as np
 import torch
 
-from seq2spec.audio import SAMPLING_RATE
+from seq2spec.whisper.audio import SAMPLING_RATE, load_audio, to_mono_16k
 
 # generate(input_features, attention_mask or None, **whisper generate arguments) -> token ids
 GenerateFn = Callable[..., torch.Tensor]
 WINDOW_SAMPLES = 30 * SAMPLING_RATE
+
+
+def prepare_clips(audio: Any, sampling_rate: int | None) -> tuple[list[np.ndarray], bool]:
+    """``(clips as float32 mono 16 kHz, whether a single input was given)`` from a path, an array or a list of them.
+
+    Arrays (numpy or torch, ``[frames]`` or ``[frames, channels]``) need their ``sampling_rate``; files are read
+    with soundfile.
+    """
+    from pathlib import Path
+
+    single = not isinstance(audio, (list, tuple))
+    clips = []
+    for index, item in enumerate([audio] if single else audio):
+        if isinstance(item, (str, Path)):
+            clips.append(load_audio(item))
+            continue
+        if isinstance(item, torch.Tensor):
+            item = item.detach().cpu().numpy()
+        if not isinstance(item, np.ndarray):
+            raise TypeError(f"audio[{index}] is {type(item).__name__}; expected a path or an array of samples")
+        if sampling_rate is None:
+            raise ValueError("sampling_rate is required when audio is given as arrays")
+        if item.size == 0:
+            raise ValueError(f"audio[{index}] is empty")
+        clips.append(to_mono_16k(item, sampling_rate))
+    return clips, single
 
 
 def transcribe_clips(

@@ -2,21 +2,37 @@
 
 from __future__ import annotations
 
+from typing import Protocol
+
 import torch
 from transformers import DynamicCache, EncoderDecoderCache, PreTrainedModel
 from transformers.modeling_outputs import BaseModelOutput
 
-from seq2spec import cache as cache_ops
-from seq2spec.families import Family, row_positions
-from seq2spec.lean_t5 import LeanT5Decoder
+from seq2spec.decoding import cache as cache_ops
+from seq2spec.decoding.families import Family, row_positions
+
+
+class DecoderStep(Protocol):
+    """A decoder step computed outside the model's own forward (a draft's lean step): float32 logits for ``tokens``
+    appended to the cache, where row ``r``'s first ``pad[r]`` cache slots are padding."""
+
+    def __call__(
+        self,
+        tokens: torch.Tensor,
+        cache: EncoderDecoderCache,
+        encoder_hidden_states: torch.Tensor,
+        encoder_attention_mask: torch.Tensor | None,
+        pad: torch.Tensor,
+    ) -> torch.Tensor: ...
 
 
 class DecoderRunner:
     """Feeds tokens to a decoder with a per-row, left-padded self-attention cache.
 
     ``forward`` appends the given tokens after every row's last kept entry; ``keep`` then says how many of them
-    each row keeps; ``select`` drops finished rows from every tensor the runner holds. With ``lean_step`` (drafts
-    only, see ``lean_t5.py``) the decoder step runs there instead of through the model's own forward.
+    each row keeps; ``select`` drops finished rows from every tensor the runner holds. With ``step`` (drafts only)
+    the decoder step runs there instead of through the model's own forward. Each row's padding is kept on the host
+    as well, so deciding what to shift or trim never waits for the device.
     """
 
     def __init__(
@@ -25,18 +41,18 @@ class DecoderRunner:
         family: Family,
         encoder_hidden_states: torch.Tensor,
         encoder_attention_mask: torch.Tensor | None,
-        lean_step: LeanT5Decoder | None = None,
+        step: DecoderStep | None = None,
     ) -> None:
         self.model = model
-        self.lean_step = lean_step
+        self.step = step
         self.family = family
         self.device = encoder_hidden_states.device
         self.encoder_hidden_states = encoder_hidden_states
         self.encoder_attention_mask = encoder_attention_mask
         self.cache = EncoderDecoderCache(DynamicCache(), DynamicCache())
-        self.pad = torch.zeros(encoder_hidden_states.shape[0], dtype=torch.long, device=self.device)
-        self.forward_calls = 0
-        self.row_forwards = 0
+        rows = encoder_hidden_states.shape[0]
+        self.padding = [0] * rows  # host copy of ``pad``
+        self.pad = torch.zeros(rows, dtype=torch.long, device=self.device)
 
     @property
     def cache_length(self) -> int:
@@ -46,15 +62,14 @@ class DecoderRunner:
         """Logits (float32, ``[rows, len, vocab]``) for ``tokens`` appended to each row's kept entries."""
         tokens = tokens.to(self.device)
         rows, length = tokens.shape
-        self.forward_calls += 1
-        self.row_forwards += rows
-        if self.lean_step is not None:
-            return self.lean_step(tokens, self.cache, self.encoder_hidden_states, self.encoder_attention_mask, self.pad)
+        if self.step is not None:
+            return self.step(tokens, self.cache, self.encoder_hidden_states, self.encoder_attention_mask, self.pad)
+        padded = any(self.padding)
         mask = None
-        if bool(self.pad.any()):
+        if padded:
             slots = torch.arange(self.cache_length, device=self.device)[None, :] >= self.pad[:, None]
             mask = torch.cat([slots, slots.new_ones(rows, length)], dim=1).long()
-        with row_positions(self.model, self.family, self.pad):
+        with row_positions(self.model, self.family, self.pad if padded else None):
             if self.family.decoder_only:
                 output = self.model(
                     input_ids=tokens,
@@ -74,23 +89,28 @@ class DecoderRunner:
                 )
         return output.logits.float()
 
-    def keep(self, kept: torch.Tensor, fed: int) -> None:
+    def keep(self, kept: list[int], fed: int) -> None:
         """Of the ``fed`` tokens of the last forward(s), row ``r`` keeps the first ``kept[r]``."""
-        self.pad += cache_ops.drop_last_entries(self.cache, (fed - kept).to(self.device))
-        self._trim_common_padding()
+        shifts = cache_ops.drop_last_entries(self.cache, [fed - count for count in kept])
+        if any(shifts):
+            self.padding = [pad + shift for pad, shift in zip(self.padding, shifts, strict=True)]
+            self.pad = torch.tensor(self.padding, device=self.device)
+            self._trim_common_padding()
 
-    def select(self, rows: torch.Tensor) -> None:
+    def select(self, rows: list[int]) -> None:
         """Keep only ``rows`` of the batch."""
-        rows = rows.to(self.device)
-        cache_ops.select_rows(self.cache, rows)
-        self.pad = self.pad.index_select(0, rows)
-        self.encoder_hidden_states = self.encoder_hidden_states.index_select(0, rows)
+        index = torch.tensor(rows, device=self.device)
+        cache_ops.select_rows(self.cache, index)
+        self.padding = [self.padding[row] for row in rows]
+        self.pad = self.pad.index_select(0, index)
+        self.encoder_hidden_states = self.encoder_hidden_states.index_select(0, index)
         if self.encoder_attention_mask is not None:
-            self.encoder_attention_mask = self.encoder_attention_mask.index_select(0, rows)
+            self.encoder_attention_mask = self.encoder_attention_mask.index_select(0, index)
         self._trim_common_padding()
 
     def _trim_common_padding(self) -> None:
-        common = int(self.pad.min()) if self.pad.numel() else 0
+        common = min(self.padding) if self.padding else 0
         if common > 0:
             cache_ops.drop_first_slots(self.cache, common)
-            self.pad -= common
+            self.padding = [pad - common for pad in self.padding]
+            self.pad = self.pad - common

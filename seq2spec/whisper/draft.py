@@ -21,10 +21,11 @@ from pathlib import Path
 import torch
 from torch import nn
 
-WHISPER_BASE_DRAFT_DIR = Path(__file__).parent / "assets" / "whisper_base_draft"
+WHISPER_BASE_DRAFT_DIR = Path(__file__).parents[1] / "assets" / "whisper_base_draft"
 WEIGHTS_FILE = "decoder.safetensors"
 CONFIG_FILE = "draft_config.json"
 OUTPUT_TOKENS_KEY = "output_token_ids"
+OPTIONS_KEY = "speculation_options"
 
 
 class VocabularySubsetHead(nn.Module):
@@ -141,7 +142,8 @@ def load_whisper_draft(big, directory: str | Path | None = None, *, full_vocabul
     ``directory`` defaults to the shipped draft for Whisper base. The draft's token and position embeddings and
     output projection are the big model's own modules, so it adds only its decoder layers to memory (and, for a
     draft saved with a vocabulary subset, that subset's rows of the projection). ``full_vocabulary`` ignores a
-    saved subset and scores every token.
+    saved subset and scores every token. Speculation options saved with the draft (``speculation_options`` in its
+    config) ride along as ``draft.seq2spec_options``: ``Seq2SeqSpeculator`` uses them unless given its own.
     """
     from safetensors.torch import load_file
 
@@ -176,4 +178,6 @@ def load_whisper_draft(big, directory: str | Path | None = None, *, full_vocabul
     decoder.layer_norm.to(parameter.dtype)
     if subset is not None and not full_vocabulary:
         restrict_output_vocabulary(draft, subset.long())
+    # the speculation options the draft was tuned with (seq2spec.options.recommended_options)
+    draft.seq2spec_options = dict(description.get(OPTIONS_KEY, {}))
     return draft.eval()

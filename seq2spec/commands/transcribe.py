@@ -16,7 +16,16 @@ import time
 from pathlib import Path
 from typing import Any
 
-from seq2spec.audio import AudioError, duration_seconds, find_audio, load_audio
+from seq2spec.commands.flags import (
+    add_ray_flags,
+    add_runtime_flags,
+    add_speculation_flags,
+    apply_threads,
+    positive_int,
+    speculation_changes,
+    torch_dtype,
+)
+from seq2spec.whisper.audio import AudioError, duration_seconds, find_audio, load_audio
 
 
 def read_jsonl_repairing(path: Path) -> list[dict[str, Any]]:
@@ -85,31 +94,27 @@ def transcribe_records(
     return records
 
 
-def _load_speculator(args: argparse.Namespace):
+def load_speculator(args: argparse.Namespace):
+    """The speculator ``seq2spec transcribe`` runs (also built once per Ray actor)."""
     from seq2spec import Seq2SeqSpeculator
-    from seq2spec.cli import DTYPES, _speculator_options
 
-    dtype = DTYPES[args.dtype]
+    dtype = torch_dtype(args.dtype)
     assistant = None if args.assistant == "none" else args.assistant
     if args.model:
-        return Seq2SeqSpeculator(args.model, assistant, device=args.device, dtype=dtype, **_speculator_options(args))
+        return Seq2SeqSpeculator(args.model, assistant, device=args.device, dtype=dtype, **speculation_changes(args))
     from seq2spec.default_models import load_whisper_base
-    from seq2spec.whisper_draft import WHISPER_BASE_DRAFT_DIR, load_whisper_draft
+    from seq2spec.whisper.draft import WHISPER_BASE_DRAFT_DIR, load_whisper_draft
 
     big, processor = load_whisper_base(device=args.device, dtype=dtype)
     if args.assistant is None and WHISPER_BASE_DRAFT_DIR.is_dir():
-        assistant = load_whisper_draft(big)  # the shipped distilled draft
-    return Seq2SeqSpeculator(big, assistant, processor, **_speculator_options(args))
+        assistant = load_whisper_draft(big)  # the shipped distilled draft, with its tuned options
+    return Seq2SeqSpeculator(big, assistant, processor, **speculation_changes(args))
 
 
-def run_transcribe(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace) -> int:
     from tqdm import tqdm
 
-    if args.ray:
-        from seq2spec.ray_runner import run_transcribe_ray
-
-        return run_transcribe_ray(args)
-
+    apply_threads(args)
     try:
         files = find_audio(args.inputs)
     except FileNotFoundError as error:
@@ -126,7 +131,7 @@ def run_transcribe(args: argparse.Namespace) -> int:
     if not todo:
         return 0
     try:
-        speculator = _load_speculator(args)
+        speculator = load_speculator(args)
     except (FileNotFoundError, ValueError, OSError) as error:
         print(f"seq2spec transcribe: {error}", file=sys.stderr)
         return 2
@@ -177,10 +182,7 @@ def run_transcribe(args: argparse.Namespace) -> int:
     return 1 if failures else 0
 
 
-def add_parser(commands) -> None:
-    from seq2spec.cli import add_speculation_flags
-    from seq2spec.ray_runner import add_ray_flags
-
+def add_parser(commands) -> argparse.ArgumentParser:
     transcribe = commands.add_parser(
         "transcribe",
         help="transcribe audio files or folders (recursively) into a JSONL file",
@@ -198,11 +200,10 @@ def add_parser(commands) -> None:
     transcribe.add_argument("--language", help="language code such as en (default: detected per file)")
     transcribe.add_argument("--task", choices=["transcribe", "translate"], default="transcribe")
     transcribe.add_argument("--timestamps", action="store_true", help="segments with start and end times")
-    transcribe.add_argument("--batch-size", type=int, default=16)
-    transcribe.add_argument("--device", default="cpu")
-    transcribe.add_argument("--dtype", choices=["float32", "float16", "bfloat16"], default="float32")
+    transcribe.add_argument("--batch-size", type=positive_int, default=16)
     transcribe.add_argument("--format", choices=["jsonl", "txt", "srt", "vtt"], default="jsonl")
-    # measured on the long-form sample with the shipped base draft (README, Benchmarks): 0.7 was fastest of 0-0.7
-    add_speculation_flags(transcribe, min_draft_confidence=0.7)
+    add_runtime_flags(transcribe)
+    add_speculation_flags(transcribe)
     add_ray_flags(transcribe)
-    transcribe.set_defaults(run=run_transcribe)
+    transcribe.set_defaults(run=run)
+    return transcribe

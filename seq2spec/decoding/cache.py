@@ -17,21 +17,22 @@ def _self_attention_layers(cache: EncoderDecoderCache) -> list:
     return [layer for layer in cache.self_attention_cache.layers if getattr(layer, "is_initialized", False)]
 
 
-def drop_last_entries(cache: EncoderDecoderCache, counts: torch.Tensor) -> torch.Tensor:
+def drop_last_entries(cache: EncoderDecoderCache, counts: list[int]) -> list[int]:
     """Remove the last ``counts[r]`` self-attention entries of each row ``r``, keeping rows right-aligned.
 
     The ``min(counts)`` entries every row drops are cut off the end; the rest of row ``r``'s drop is done by
     shifting the row right by ``counts[r] - min(counts)``. Returns that shift: new left padding per row.
     """
-    common = int(counts.min()) if counts.numel() else 0
+    common = min(counts) if counts else 0
     if common:
         cache.self_attention_cache.crop(-common)
-    shifts = counts - common
-    if not bool(shifts.any()):
+    shifts = [count - common for count in counts]
+    if not any(shifts):
         return shifts
     for layer in _self_attention_layers(cache):
         length = layer.keys.shape[-2]
-        source = torch.arange(length, device=layer.keys.device)[None, :] - shifts.to(layer.keys.device)[:, None]
+        device = layer.keys.device
+        source = torch.arange(length, device=device)[None, :] - torch.tensor(shifts, device=device)[:, None]
         index = source.clamp_(min=0)[:, None, :, None]
         layer.keys = layer.keys.gather(2, index.expand_as(layer.keys))
         layer.values = layer.values.gather(2, index.expand_as(layer.values))

@@ -61,9 +61,9 @@ def family_of(model: PreTrainedModel, role: str = "model") -> Family:
 
 
 @contextmanager
-def row_positions(model: PreTrainedModel, family: Family, pad: torch.Tensor) -> Iterator[None]:
-    """Within the block, decoder position ``p`` of row ``r`` is embedded as ``p - pad[r]``."""
-    if not family.learned_positions or not bool(pad.any()):
+def row_positions(model: PreTrainedModel, family: Family, pad: torch.Tensor | None) -> Iterator[None]:
+    """Within the block, decoder position ``p`` of row ``r`` is embedded as ``p - pad[r]`` (None: no row is padded)."""
+    if not family.learned_positions or pad is None:
         yield
         return
     embedding: nn.Embedding = model.get_decoder().embed_positions

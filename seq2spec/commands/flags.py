@@ -1,0 +1,90 @@
+"""Flags the commands share: speculation options (generated from ``SpeculationOptions``), runtime, and Ray."""
+
+from __future__ import annotations
+
+import argparse
+from dataclasses import MISSING, fields
+from typing import Any
+
+from seq2spec.options import SpeculationOptions
+
+DTYPE_NAMES = ("float32", "float16", "bfloat16")
+
+
+def flag_name(field_name: str) -> str:
+    return "--" + field_name.replace("_", "-")
+
+
+def add_speculation_flags(parser: argparse.ArgumentParser) -> None:
+    """One flag per ``SpeculationOptions`` field, with its help text; a flag left out keeps the draft's tuned value
+    (the shipped drafts carry theirs) or else the dataclass default."""
+    group = parser.add_argument_group(
+        "speculation (speed only, never the output; unset flags keep the draft's tuned options, else the defaults)"
+    )
+    for option in fields(SpeculationOptions):
+        default = option.default if option.default is not MISSING else None
+        text = f"{option.metadata['help']} (default {default})"
+        choices = option.metadata.get("choices")
+        if isinstance(default, bool):
+            group.add_argument(
+                flag_name(option.name), dest=option.name, action=argparse.BooleanOptionalAction, default=None, help=text
+            )
+        else:
+            group.add_argument(
+                flag_name(option.name),
+                dest=option.name,
+                type=str if choices else type(default),
+                choices=choices,
+                default=None,
+                metavar=None if choices else option.name.split("_")[-1].upper(),
+                help=text,
+            )
+
+
+def speculation_changes(args: argparse.Namespace) -> dict[str, Any]:
+    """The speculation options set on the command line (to apply over the draft's tuned ones)."""
+    return {name: getattr(args, name) for name in SpeculationOptions.field_names() if getattr(args, name) is not None}
+
+
+def add_runtime_flags(parser: argparse.ArgumentParser, *, dtypes: tuple[str, ...] = DTYPE_NAMES) -> None:
+    parser.add_argument("--device", default="cpu", help="where the models run: cpu, cuda, cuda:1, ... (default cpu)")
+    parser.add_argument("--dtype", choices=dtypes, default="float32", help="the models' precision (default float32)")
+    parser.add_argument("--threads", type=positive_int, help="CPU threads for torch (default: torch's own choice)")
+
+
+def torch_dtype(name: str):
+    import torch
+
+    return getattr(torch, name)
+
+
+def apply_threads(args: argparse.Namespace) -> None:
+    if getattr(args, "threads", None):
+        import torch
+
+        torch.set_num_threads(args.threads)
+
+
+def positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive whole number, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive whole number, got {value}")
+    return value
+
+
+def add_ray_flags(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group("Ray (scale out; needs seq2spec[ray])")
+    group.add_argument("--ray", action="store_true", help="run on Ray Data; --out is then a directory")
+    group.add_argument("--ray-address", help="an existing cluster ('auto', 'ray://head:10001'); default: start locally")
+    group.add_argument("--num-actors", type=positive_int, default=1, help="model replicas (actors) to run (default 1)")
+    group.add_argument("--cpus-per-actor", type=float, default=1, help="CPUs Ray reserves per actor (default 1)")
+    group.add_argument("--threads-per-actor", type=positive_int, help="torch threads per actor (default: CPUs)")
+    group.add_argument(
+        "--gpus-per-actor", type=float, help="GPUs per actor (default 1 with --device cuda, else 0; 0.5 shares one)"
+    )
+    group.add_argument(
+        "--out-format", choices=("jsonl", "parquet"), default="jsonl", help="Ray's writer (default jsonl)"
+    )

@@ -1,0 +1,28 @@
+"""The ``seq2spec`` command: ``correct``, ``transcribe``, ``convert-ct2`` and ``demo``."""
+
+from __future__ import annotations
+
+import argparse
+
+from seq2spec.commands import convert, correct, demo, ray_cluster, transcribe
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="seq2spec", description="Batched speculative decoding, identical to greedy.")
+    commands = parser.add_subparsers(dest="command", required=True)
+    correct.add_parser(commands).set_defaults(run_on_ray=ray_cluster.run_correct)
+    transcribe.add_parser(commands).set_defaults(run_on_ray=ray_cluster.run_transcribe)
+    convert.add_parser(commands)
+    demo.add_parser(commands)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    if getattr(args, "ray", False):
+        return args.run_on_ray(args)
+    return args.run(args)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,110 @@
+"""What the loop must reproduce, read from the arguments ``generate`` hands to its decoding method.
+
+seq2spec runs inside transformers' own ``generate(..., custom_generate=...)``: ``generate`` resolves the generation
+config (length limits, special tokens), runs the encoder, builds the decoder prompt and the logits processors, and
+then calls the decoding method with all of them. Token-for-token identity with ``generate`` follows from using
+exactly those: this module checks they describe greedy search or multinomial sampling and gathers them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+from transformers import GenerationConfig, LogitsProcessorList, StoppingCriteriaList
+from transformers.generation.logits_process import (
+    EncoderNoRepeatNGramLogitsProcessor,
+    EncoderRepetitionPenaltyLogitsProcessor,
+    PrefixConstrainedLogitsProcessor,
+)
+from transformers.generation.stopping_criteria import EosTokenCriteria, MaxLengthCriteria
+
+from seq2spec.decoding.processors import with_cached_masks
+
+# Settings that change the decoding strategy away from greedy search or multinomial sampling.
+_ONE_SEQUENCE = {"num_beams": 1, "num_return_sequences": 1, "num_beam_groups": 1, "penalty_alpha": None}
+# Settings with no speculative equivalent: refused rather than silently ignored.
+_UNSUPPORTED = ("stop_strings", "max_time", "prompt_lookup_num_tokens", "assistant_early_exit", "watermarking_config")
+# Processors that index the batch as generate laid it out, which no longer lines up once finished rows leave.
+_BATCH_BOUND = {
+    EncoderRepetitionPenaltyLogitsProcessor: "encoder_repetition_penalty",
+    EncoderNoRepeatNGramLogitsProcessor: "encoder_no_repeat_ngram_size",
+    PrefixConstrainedLogitsProcessor: "prefix_allowed_tokens_fn",
+}
+# Stopping criteria the loop honours itself (the length limit and the end tokens); anything else is refused.
+_BUILT_IN_STOPPING = (MaxLengthCriteria, EosTokenCriteria)
+
+
+@dataclass(frozen=True)
+class GenerationPlan:
+    """Everything the speculative loop needs to reproduce ``generate``'s decoding of one batch."""
+
+    prompt: torch.Tensor  # [rows, P]: the decoder's first tokens
+    eos_token_ids: tuple[int, ...]
+    pad_token_id: int
+    max_new_tokens: int
+    logits_processor: LogitsProcessorList
+    generation_config: GenerationConfig
+    # multinomial sampling (``do_sample=True``): the processors then include the temperature/top-k/top-p warpers
+    do_sample: bool = False
+
+    @property
+    def prompt_length(self) -> int:
+        return int(self.prompt.shape[1])
+
+
+def check_supported(config: GenerationConfig, *, allow_sampling: bool) -> None:
+    """Refuse generation settings the loop cannot reproduce, naming the setting."""
+    if config.do_sample and not allow_sampling:
+        raise ValueError("do_sample=True is not supported here; Seq2SeqSpeculator reproduces greedy search")
+    for name, expected in _ONE_SEQUENCE.items():
+        value = getattr(config, name, expected)
+        if value is not None and value != expected:
+            raise ValueError(
+                f"{name}={value!r} is not supported; Seq2SeqSpeculator.generate reproduces greedy search and "
+                f"multinomial sampling only (expected {name}={expected!r}); for beam search call the model's own "
+                "generate"
+            )
+    for name in _UNSUPPORTED:
+        if getattr(config, name, None) is not None:
+            raise ValueError(f"{name} is not supported by Seq2SeqSpeculator.generate")
+
+
+def plan_from_generate(
+    input_ids: torch.Tensor,
+    logits_processor: LogitsProcessorList,
+    stopping_criteria: StoppingCriteriaList | None,
+    generation_config: GenerationConfig,
+    *,
+    allow_sampling: bool = True,
+) -> GenerationPlan:
+    """The plan for one call of the decoding method: ``input_ids`` is the decoder prompt ``generate`` built."""
+    config = generation_config
+    check_supported(config, allow_sampling=allow_sampling)
+    for processor in logits_processor:
+        setting = _BATCH_BOUND.get(type(processor))
+        if setting is not None:
+            raise ValueError(f"{setting} is not supported by Seq2SeqSpeculator.generate")
+    for criterion in stopping_criteria or ():
+        if not isinstance(criterion, _BUILT_IN_STOPPING):
+            raise ValueError(
+                f"stopping criteria other than the length limit and end tokens are not supported "
+                f"(got {type(criterion).__name__})"
+            )
+    eos = config._eos_token_tensor
+    eos_ids = tuple(int(t) for t in eos.flatten().tolist()) if eos is not None else ()
+    pad = config._pad_token_tensor
+    if pad is None:
+        raise ValueError("the model's generation config has neither pad_token_id nor eos_token_id")
+    max_new = int(config.max_length) - int(input_ids.shape[1])
+    if max_new <= 0:
+        raise ValueError(f"max_length={config.max_length} leaves no room for new tokens")
+    return GenerationPlan(
+        prompt=input_ids,
+        eos_token_ids=eos_ids,
+        pad_token_id=int(pad.item()),
+        max_new_tokens=max_new,
+        logits_processor=with_cached_masks(logits_processor),  # same scores, without rebuilding masks per call
+        generation_config=config,
+        do_sample=bool(config.do_sample),
+    )

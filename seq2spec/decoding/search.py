@@ -1,0 +1,94 @@
+"""The speculative loop as a decoding method for transformers' ``generate(..., custom_generate=...)``.
+
+``generate`` (and Whisper's ``generate``, once per batch of 30-second windows) prepares the generation config, the
+encoder output, the decoder prompt and the logits processors, then calls the decoding method with them. A
+``SpeculativeSearch`` is such a method: it builds the batch's proposer and runs the loop, so everything around the
+inner decoding is the model's own code.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import torch
+from transformers import GenerationConfig, LogitsProcessorList, PreTrainedModel, StoppingCriteriaList
+
+from seq2spec.decoding.families import Family
+from seq2spec.decoding.loop import speculative_decode
+from seq2spec.decoding.plan import plan_from_generate
+from seq2spec.decoding.proposal import DecodingBatch, Proposer
+from seq2spec.decoding.runner import DecoderRunner
+from seq2spec.decoding.verify import GreedyVerifier, SamplingVerifier, Verifier
+from seq2spec.options import Acceptance, SpeculationStats
+
+# make_proposer(batch, stats) -> the proposer for this batch (it may count draft encoder calls in stats)
+ProposerFactory = Callable[[DecodingBatch, SpeculationStats], Proposer]
+
+
+class SpeculativeSearch:
+    """A decoding method for ``model.generate(custom_generate=...)`` that runs the speculative loop.
+
+    Statistics of every call add up in ``stats``. ``generator`` drives speculative sampling when the generation
+    config samples.
+    """
+
+    def __init__(
+        self,
+        family: Family,
+        make_proposer: ProposerFactory,
+        *,
+        acceptance: Acceptance = "per-row",
+        position_limit: int | None = None,
+        generator: torch.Generator | None = None,
+        stats: SpeculationStats | None = None,
+    ) -> None:
+        self.family = family
+        self.make_proposer = make_proposer
+        self.acceptance = acceptance
+        self.position_limit = position_limit
+        self.generator = generator
+        self.stats = stats if stats is not None else SpeculationStats()
+
+    def __call__(
+        self,
+        model: PreTrainedModel,
+        input_ids: torch.Tensor,
+        logits_processor: LogitsProcessorList,
+        stopping_criteria: StoppingCriteriaList,
+        generation_config: GenerationConfig,
+        inputs_tensor: torch.Tensor | None = None,
+        **model_kwargs: Any,
+    ) -> torch.Tensor:
+        """Called by ``generate``: ``input_ids`` is the decoder prompt, ``inputs_tensor`` the encoder's input."""
+        plan = plan_from_generate(input_ids, logits_processor, stopping_criteria, generation_config)
+        if model_kwargs.get("decoder_attention_mask") is not None:
+            raise NotImplementedError(
+                "per-row decoder prompts of different lengths (condition_on_prev_tokens=True) are not supported"
+            )
+        encoder_outputs = model_kwargs.get("encoder_outputs")
+        if encoder_outputs is None:
+            raise ValueError("generate passed no encoder output to the decoding method")
+        encoder_hidden_states = encoder_outputs[0]
+        self.stats.big_encoder_calls += 1
+        attention_mask = model_kwargs.get("attention_mask")
+        if self.family.model_type == "whisper":
+            attention_mask = None  # Whisper's encoder reads every frame of a window; its decoder attends to all
+        batch = DecodingBatch(
+            encoder_inputs=inputs_tensor if inputs_tensor is not None else input_ids,
+            attention_mask=attention_mask,
+            encoder_hidden_states=encoder_hidden_states,
+            prompt=input_ids,
+            eos_token_ids=plan.eos_token_ids,
+            pad_token_id=plan.pad_token_id,
+            do_sample=plan.do_sample,
+            generator=self.generator,
+        )
+        runner = DecoderRunner(model, self.family, encoder_hidden_states, attention_mask)
+        verifier: Verifier = (
+            SamplingVerifier(self.generator, self.acceptance) if plan.do_sample else GreedyVerifier(self.acceptance)
+        )
+        proposer = self.make_proposer(batch, self.stats)
+        return speculative_decode(
+            runner, proposer, plan, batch, self.stats, verifier=verifier, position_limit=self.position_limit
+        )

@@ -1,0 +1,120 @@
+"""Choosing and building each batch's proposer from what the pair was given as a draft."""
+
+from __future__ import annotations
+
+import torch
+from transformers import PreTrainedModel
+
+from seq2spec.decoding.families import Family
+from seq2spec.decoding.proposal import DecodingBatch, Proposal, Proposer, ScoreProcessor, check_proposal
+from seq2spec.decoding.runner import DecoderRunner, DecoderStep
+from seq2spec.drafts.copy_then_draft import CopyThenDraftProposer
+from seq2spec.drafts.draft_model import DraftModelProposer
+from seq2spec.drafts.input_copy import InputCopyProposer
+from seq2spec.drafts.lean_t5 import LEAN_FAMILIES, LeanT5Decoder
+from seq2spec.drafts.no_draft import NoDraft
+from seq2spec.drafts.schedule import LengthSchedule
+from seq2spec.options import SpeculationOptions, SpeculationStats
+
+
+def _weight_state(parameter: torch.Tensor) -> tuple:
+    """Where a weight lives and how often it was changed in place (inference tensors keep no count)."""
+    try:
+        version = parameter._version
+    except RuntimeError:
+        version = None
+    return parameter.data_ptr(), version, parameter.dtype
+
+
+class CheckedProposer:
+    """A user's proposer, its proposals checked before the loop uses them."""
+
+    def __init__(self, proposer: Proposer) -> None:
+        self.proposer = proposer
+        self.rows = 0
+
+    def start(self, batch: DecodingBatch) -> None:
+        self.rows = batch.rows
+        self.proposer.start(batch)
+
+    def propose(self, max_tokens: int, process: ScoreProcessor) -> Proposal:
+        return check_proposal(self.proposer.propose(max_tokens, process), self.rows, max_tokens)
+
+    def accept(self, accepted: list[int], bonus: torch.Tensor) -> None:
+        self.proposer.accept(accepted, bonus)
+
+    def select(self, rows: list[int]) -> None:
+        self.rows = len(rows)
+        self.proposer.select(rows)
+
+
+class ProposerFactory:
+    """Per batch: no draft, input copy, a draft model, copy-then-draft, or a user's proposer object.
+
+    ``draft`` is a draft model (with its ``family``; ``shares_encoder`` when it reads the big model's encoder
+    output), ``copy`` proposes from each row's source (with ``draft``: copy where it aligns, the draft elsewhere),
+    ``proposer`` is a user's own ``Proposer``, reused across batches (``start`` is called for each).
+    """
+
+    def __init__(
+        self,
+        options: SpeculationOptions,
+        *,
+        draft: PreTrainedModel | None = None,
+        family: Family | None = None,
+        shares_encoder: bool = False,
+        copy: bool = False,
+        proposer: Proposer | None = None,
+    ) -> None:
+        if draft is not None and family is None:
+            raise ValueError("a draft model needs its family")
+        self.options = options
+        self.draft, self.family, self.shares_encoder = draft, family, shares_encoder
+        self.copy = copy
+        self.proposer = CheckedProposer(proposer) if proposer is not None else None
+        self._lean: tuple[tuple, LeanT5Decoder | None] = ((), None)
+
+    def __call__(self, batch: DecodingBatch, stats: SpeculationStats) -> Proposer:
+        options = self.options
+        if self.proposer is not None:
+            return self.proposer
+        copy_schedule = LengthSchedule(
+            options.num_draft_tokens, options.min_draft_tokens, options.max_copy_tokens, "double", options.adaptive
+        )
+        if self.draft is None:
+            return InputCopyProposer(copy_schedule) if self.copy else NoDraft()
+        draft_schedule = LengthSchedule(
+            options.num_draft_tokens, options.min_draft_tokens, options.max_draft_tokens, "add", options.adaptive
+        )
+        runner = self._draft_runner(batch, stats)
+        if self.copy:
+            return CopyThenDraftProposer(runner, copy_schedule, draft_schedule)
+        return DraftModelProposer(runner, draft_schedule, min_confidence=options.min_draft_confidence)
+
+    def _draft_runner(self, batch: DecodingBatch, stats: SpeculationStats) -> DecoderRunner:
+        draft, family = self.draft, self.family
+        device, dtype = draft.device, draft.dtype
+        if self.shares_encoder:
+            encoder_hidden_states = batch.encoder_hidden_states.to(device, dtype)
+        else:
+            inputs = batch.encoder_inputs.to(device)
+            if inputs.is_floating_point():
+                inputs = inputs.to(dtype)
+            mask = None if batch.attention_mask is None else batch.attention_mask.to(device)
+            encoder_hidden_states = draft.get_encoder()(
+                **{family.encoder_input_name: inputs}, attention_mask=mask, return_dict=True
+            ).last_hidden_state
+            stats.draft_encoder_calls += 1
+        mask = None if batch.attention_mask is None else batch.attention_mask.to(device)
+        return DecoderRunner(draft, family, encoder_hidden_states, mask, self.lean_step())
+
+    def lean_step(self) -> DecoderStep | None:
+        """The draft's lean decoder step, rebuilt (and re-checked against transformers) whenever the draft's
+        weights, device, dtype or mode changed since the last call."""
+        draft = self.draft
+        if not self.options.lean_draft or self.family.model_type not in LEAN_FAMILIES:
+            return None
+        key = (draft.training, *(_weight_state(p) for p in draft.parameters()))
+        if key != self._lean[0]:
+            self._lean = (key, LeanT5Decoder.checked(draft))
+        return self._lean[1]

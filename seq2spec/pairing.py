@@ -1,0 +1,90 @@
+"""Loading models by name and checking that a big model and its draft can work together."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+from transformers import PreTrainedModel
+
+ModelLike = PreTrainedModel | str
+
+
+def load_model(model: ModelLike, role: str, **load_kwargs: Any) -> PreTrainedModel:
+    """``model`` itself, or the encoder-decoder (text or speech) that ``from_pretrained`` loads for a name or path."""
+    if isinstance(model, str):
+        from transformers import AutoConfig, AutoModelForSeq2SeqLM, AutoModelForSpeechSeq2Seq
+
+        speech = AutoConfig.from_pretrained(model).model_type == "whisper"
+        loader = AutoModelForSpeechSeq2Seq if speech else AutoModelForSeq2SeqLM
+        return loader.from_pretrained(model, **load_kwargs).eval()
+    if not isinstance(model, torch.nn.Module):
+        raise TypeError(f"{role} must be a transformers model or a name/path for from_pretrained, got {model!r}")
+    return model
+
+
+def special_ids(model: PreTrainedModel) -> dict[str, Any]:
+    generation = model.generation_config
+    config = model.config
+    return {
+        "pad_token_id": generation.pad_token_id if generation.pad_token_id is not None else config.pad_token_id,
+        "eos_token_id": generation.eos_token_id if generation.eos_token_id is not None else config.eos_token_id,
+        "decoder_start_token_id": (
+            generation.decoder_start_token_id
+            if generation.decoder_start_token_id is not None
+            else config.decoder_start_token_id
+        ),
+    }
+
+
+def output_vocabulary_size(model: PreTrainedModel) -> int:
+    head = model.get_output_embeddings()
+    # a draft head that scores a vocabulary subset still emits logits over the whole vocabulary
+    return int(getattr(head, "out_features", head.weight.shape[0]))
+
+
+def check_compatible(big: PreTrainedModel, small: PreTrainedModel) -> None:
+    """A draft must speak the big model's vocabulary with the same special tokens."""
+    big_vocab, small_vocab = output_vocabulary_size(big), output_vocabulary_size(small)
+    if big_vocab != small_vocab:
+        raise ValueError(
+            f"big and draft models have different vocabularies ({big_vocab} vs {small_vocab} output tokens); "
+            "the draft must share the big model's tokenizer"
+        )
+    big_ids, small_ids = special_ids(big), special_ids(small)
+    differing = {name: (big_ids[name], small_ids[name]) for name in big_ids if big_ids[name] != small_ids[name]}
+    if differing:
+        detail = ", ".join(f"{name}: big {b!r} vs draft {s!r}" for name, (b, s) in differing.items())
+        raise ValueError(f"big and draft models use different special-token ids ({detail})")
+
+
+def check_shared_vocabulary(model: PreTrainedModel) -> None:
+    """Input-copy drafting proposes source token ids as output ids: both sides must use one vocabulary."""
+    encoder_embedding = model.get_encoder().get_input_embeddings()
+    decoder_embedding = model.get_decoder().get_input_embeddings()
+    same = encoder_embedding is decoder_embedding or (
+        encoder_embedding.weight.shape == decoder_embedding.weight.shape
+        and torch.equal(encoder_embedding.weight, decoder_embedding.weight)
+    )
+    if not same:
+        raise ValueError(
+            "draft='input-copy' needs source and target to share one tokenizer/vocabulary, but this model's "
+            "encoder and decoder use different embeddings"
+        )
+
+
+def encoders_match(big: PreTrainedModel, small: PreTrainedModel) -> bool:
+    """True when the draft's encoder is the big model's, as a module or weight for weight."""
+    big_encoder, small_encoder = big.get_encoder(), small.get_encoder()
+    if big_encoder is small_encoder:
+        return True
+    if type(big_encoder) is not type(small_encoder):
+        return False
+    big_state, small_state = big_encoder.state_dict(), small_encoder.state_dict()
+    if big_state.keys() != small_state.keys():
+        return False
+    return all(
+        big_state[name].shape == small_state[name].shape
+        and torch.equal(big_state[name], small_state[name].to(big_state[name].device, big_state[name].dtype))
+        for name in big_state
+    )

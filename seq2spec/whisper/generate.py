@@ -1,0 +1,68 @@
+"""Whisper's own ``generate`` with the speculative loop as its inner decoding method.
+
+Whisper's ``generate`` prepares everything (decoder prompt with language and task tokens, suppress and timestamp
+logits processors, 30-second windows for long-form audio, seeking by timestamps) and calls transformers'
+``GenerationMixin.generate`` once per batch of windows. It passes ``custom_generate`` through to each of those
+calls, where the ``SpeculativeSearch`` runs instead of greedy search with exactly the prompt, generation config and
+logits processors Whisper built. Whisper's code does everything else, so the result is what ``big.generate``
+returns.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+from transformers import PreTrainedModel
+
+from seq2spec.decoding.search import SpeculativeSearch
+
+# generate() arguments Whisper would hand to a decoding method that the loop does not honour
+_REFUSED = ("stopping_criteria", "prefix_allowed_tokens_fn", "assistant_model", "streamer", "custom_generate")
+# arguments that ask generate for scores, attentions or token timestamps
+_EXTRAS = ("output_attentions", "output_scores", "return_dict_in_generate", "return_token_timestamps")
+_FALLBACK = ("logprob_threshold", "compression_ratio_threshold", "no_speech_threshold")
+
+
+def check_features(features: Any) -> torch.Tensor:
+    if not isinstance(features, torch.Tensor) or features.dim() != 3 or not features.is_floating_point():
+        shape = tuple(features.shape) if isinstance(features, torch.Tensor) else type(features).__name__
+        raise ValueError(f"Whisper needs input_features as a float [batch, mel bins, frames] tensor, got {shape}")
+    return features
+
+
+def check_arguments(arguments: dict[str, Any]) -> None:
+    """Refuse Whisper settings the loop cannot reproduce, naming them and what to do instead."""
+    temperature = arguments.get("temperature")
+    if arguments.get("do_sample") or (temperature not in (None, 0, 0.0)) or arguments.get("num_beams", 1) != 1:
+        raise ValueError(
+            "Seq2SeqSpeculator reproduces Whisper's greedy decoding only (no sampling, temperature or beams); "
+            "call the model's own generate for those"
+        )
+    if any(arguments.get(name) for name in _EXTRAS) or any(arguments.get(name) is not None for name in _FALLBACK):
+        raise NotImplementedError(
+            "this Whisper call needs scores or token timestamps from generate (temperature fallback, "
+            "logprob_threshold, return_token_timestamps, ...), which Seq2SeqSpeculator does not produce"
+        )
+    for name in _REFUSED:
+        if arguments.get(name):  # None or an empty list: nothing to honour
+            raise NotImplementedError(f"Seq2SeqSpeculator does not support Whisper generate with {name}")
+
+
+def generate_whisper(
+    big: PreTrainedModel,
+    features: torch.Tensor,
+    search: SpeculativeSearch,
+    *,
+    attention_mask: torch.Tensor | None = None,
+    max_new_tokens: int | None = None,
+    **arguments: Any,
+) -> Any:
+    """``big.generate(features, **arguments)`` with ``search`` as the decoding method of every window batch."""
+    check_arguments(arguments)
+    features = check_features(features).to(big.device, big.dtype)
+    if attention_mask is not None:
+        arguments["attention_mask"] = attention_mask.to(big.device)
+    if max_new_tokens is not None:
+        arguments["max_new_tokens"] = max_new_tokens
+    return big.generate(features, custom_generate=search, **arguments)

@@ -143,7 +143,8 @@ def bench(args, failures: dict[str, str]) -> list[Row]:
                 return big.generate(features, attention_mask=mask, assistant_model=draft, **LANGUAGE), None
 
             methods["hf assisted"] = assisted
-        confidence = {"min_draft_confidence": args.min_draft_confidence}
+        # unset: the shipped draft's tuned options apply, as for a user of load_whisper_base_pair()
+        confidence = {} if args.min_draft_confidence is None else {"min_draft_confidence": args.min_draft_confidence}
         variants = {
             "seq2spec per-row": Seq2SeqSpeculator(big, draft, processor, **confidence),
             "seq2spec batch-min": Seq2SeqSpeculator(big, draft, processor, acceptance="batch-min", **confidence),
@@ -256,7 +257,7 @@ def main() -> None:
     parser.add_argument("--no-long-form", dest="long_form", action="store_false", help="skip the long-form file")
     parser.add_argument("--no-peers", action="store_true", help="skip faster-whisper")
     parser.add_argument(
-        "--min-draft-confidence", type=float, default=0.0, help="seq2spec's min_draft_confidence (default 0: off)"
+        "--min-draft-confidence", type=float, help="seq2spec's min_draft_confidence (default: the draft's tuned value)"
     )
     parser.add_argument(
         "--no-full-vocabulary-variant",
@@ -288,7 +289,8 @@ def main() -> None:
         "failures": failures,
     }
     Path(f"{stem}.json").write_text(json.dumps(record, indent=2))
-    settings = f"; seq2spec min_draft_confidence {args.min_draft_confidence}" if args.min_draft_confidence else ""
+    confidence = "the draft's tuned value" if args.min_draft_confidence is None else args.min_draft_confidence
+    settings = f"; seq2spec min_draft_confidence {confidence}"
     title = machine + settings + "; batch -1 = the long-form file"
     table = markdown(rows, title, failures).replace("| -1 |", "| long form |")
     Path(f"{stem}.md").write_text(table)

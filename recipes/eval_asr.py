@@ -28,7 +28,7 @@ import torch
 from metrics import error_counts, text_normalizer
 
 from seq2spec import Seq2SeqSpeculator
-from seq2spec.whisper.audio import SAMPLING_RATE, load_audio, to_mono_16k
+from seq2spec.whisper.audio import SAMPLING_RATE, load_audio
 from seq2spec.whisper.transcription import transcribe_clips
 
 DEFAULT_FOLDER = Path(__file__).resolve().parent / "data" / "asr_samples"
@@ -44,20 +44,26 @@ def load_references(folder: Path, references: Path | None) -> tuple[list[str], l
             rows = rows[1:]
         names = [row[0] for row in rows]
         return names, [load_audio(folder / name) for name in names], [row[1] for row in rows]
-    from datasets import Audio, load_dataset
+    return read_audio_folder(folder)
 
-    dataset = load_dataset("audiofolder", data_dir=str(folder), split="train")
+
+def read_audio_folder(folder: Path) -> tuple[list[str], list, list[str]]:
+    """A Hugging Face audiofolder: clips beside a ``metadata.csv`` or ``metadata.jsonl`` whose ``file_name`` column
+    names them and whose ``transcription`` (or ``text``) column holds the references. datasets reads the metadata;
+    soundfile reads the audio (datasets' own audio decoding needs torchcodec, which a CPU build of torch lacks)."""
+    from datasets import load_dataset
+
+    metadata = next((folder / name for name in ("metadata.csv", "metadata.jsonl") if (folder / name).is_file()), None)
+    if metadata is None:
+        raise SystemExit(f"{folder}: no references.tsv and no audiofolder metadata (metadata.csv or metadata.jsonl)")
+    loader = "csv" if metadata.suffix == ".csv" else "json"
+    dataset = load_dataset(loader, data_files=str(metadata), split="train")
     column = "transcription" if "transcription" in dataset.column_names else "text"
-    if column not in dataset.column_names:
-        raise SystemExit(f"{folder}: no references.tsv, and its metadata has no 'transcription' or 'text' column")
-    dataset = dataset.cast_column("audio", Audio(decode=True))
-    names, clips, texts = [], [], []
-    for row in dataset:
-        audio = row["audio"]
-        names.append(Path(audio.get("path") or f"row{len(names)}").name)
-        clips.append(to_mono_16k(audio["array"], audio["sampling_rate"]))
-        texts.append(row[column])
-    return names, clips, texts
+    if "file_name" not in dataset.column_names or column not in dataset.column_names:
+        raise SystemExit(f"{metadata}: expected a 'file_name' and a 'transcription' or 'text' column")
+    names = [str(name) for name in dataset["file_name"]]
+    texts = ["" if text is None else str(text) for text in dataset[column]]
+    return names, [load_audio(folder / name) for name in names], texts
 
 
 def scores(references: list[str], hypotheses: list[str], normalise) -> dict:

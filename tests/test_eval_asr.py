@@ -44,3 +44,16 @@ def test_recipe_reports_identical_transcripts(toy_whisper_dirs, tmp_path):
     assert report["speculative"]["acceptance_rate"] > 0
     assert (out / "asr.png").stat().st_size > 1000
     assert "transcripts identical to greedy | | 100.0%" in (out / "asr.md").read_text()
+
+
+def test_an_audio_folder_dataset_is_read_without_audio_decoding_backends(tmp_path):
+    """A Hugging Face audiofolder (clips plus metadata.csv with transcriptions) gives names, 16 kHz clips, texts."""
+    folder = tmp_path / "dataset"
+    folder.mkdir()
+    soundfile.write(folder / "one.wav", np.zeros(8000, dtype=np.float32), 8000)
+    soundfile.write(folder / "two.flac", 0.1 * np.ones((16000, 2), dtype=np.float32), 16000)
+    (folder / "metadata.csv").write_text("file_name,transcription\none.wav,first clip\ntwo.flac,second clip\n")
+    names, clips, texts = eval_asr.load_references(folder, None)
+    assert sorted(zip(names, texts, strict=True)) == [("one.wav", "first clip"), ("two.flac", "second clip")]
+    lengths = dict(zip(names, (len(clip) for clip in clips), strict=True))
+    assert lengths == {"one.wav": 16000, "two.flac": 16000}  # resampled to 16 kHz, channels mixed down

@@ -764,7 +764,7 @@ A 2-layer decoder that proposes tokens for Whisper base in seq2spec's speculativ
 `WhisperForCausalLM` whose encoder input, token embeddings, position embeddings and output projection are base's
 own (shared, not stored); only its {layers} decoder layers and final layer norm are here (`decoder.safetensors`,
 fp16, {own_millions:.1f}M parameters), with the ids of the {output_tokens_text} it scores. Load it with
-`seq2spec.whisper_draft.load_whisper_draft(base)` or `seq2spec.default_models.load_whisper_base_pair()`.
+`seq2spec.whisper.draft.load_whisper_draft(base)` or `seq2spec.default_models.load_whisper_base_pair()`.
 Its proposals are checked by base, so transcripts are base's greedy transcripts whatever the draft's quality.
 
 ## Training

@@ -732,7 +732,7 @@ loads them (as float32 on CPU), and `Seq2SeqSpeculator()` / `seq2spec correct` u
   appears spelled as the dictionary spells it. Those whose hash falls in the held-out share are left out. A run's
   "glosses" column below says what share of its batches came from them. Their vocabulary is far wider than the
   examples': rare, technical and proper words the model must learn to copy. The held-out figures below are on the
-  corpus sentences only, as before.
+  corpus sentences only.
 - Corruption, drawn afresh for every training step: a share of the sentences is left clean (the model learns to
   copy; 30% by default, each run's share in the "left clean" column below); the rest get 1-3 misspelled words, 60%
   of them real misspellings from codespell's dictionary (typo -> fix, reversed; CC BY-SA 3.0 data) where the word
@@ -753,9 +753,9 @@ represents any misspelling.
 T5 v1.1 feed-forward (gated GELU) with a tied, scaled output head as in the original T5. Decoder cost is
 multiply-adds per decoder step (all layers and the LM head, 24-token source).
 
-How they were made (bf16 autocast, fp32 weights and optimizer): wide T5s trained from scratch
-here sat for thousands of steps on a "bag of source words" plateau before learning to copy in order, so the big
-model is grown. A seed with the big model's depth and head size but d_model {seed_d} and {seed_ff} feed-forward
+How they are made (bf16 autocast, fp32 weights and optimizer): the big model is grown from a narrow seed, because
+wide T5s trained from scratch on this data stay for thousands of steps on a "bag of source words" plateau before
+they copy in order. A seed with the big model's depth and head size but d_model {seed_d} and {seed_ff} feed-forward
 units learns to copy ({seed_copy_steps} clean -> clean steps), then to correct; it is widened to the big shape so
 that it computes the same function (each residual dimension repeated {widen_ratio} times, reading weights tiled and
 divided by {widen_ratio}, writing weights tiled, extra heads and feed-forward units writing zeros; {widen_noise}

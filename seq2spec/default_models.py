@@ -70,15 +70,26 @@ def whisper_base_sources() -> tuple[Path, list[Path]]:
 
 
 def whisper_base_dir() -> Path:
-    """A transformers directory of Whisper base, converted from the embedded CTranslate2 weights once and cached."""
-    from seq2spec.whisper.ct2 import convert_ct2_whisper
+    """A transformers directory of Whisper base, converted from the embedded CTranslate2 weights once and cached in
+    ``cache_dir()`` (about a minute and 280 MB; concurrent first uses convert it once)."""
+    import fcntl
+    import sys
+
+    from seq2spec.whisper.ct2 import convert_ct2_whisper, is_current_conversion
 
     target = cache_dir() / "whisper-base"
-    if (target / "model.safetensors").is_file() and (target / "generation_config.json").is_file():
+    if is_current_conversion(target):
         return target
     source, parts = whisper_base_sources()
     target.parent.mkdir(parents=True, exist_ok=True)
-    return convert_ct2_whisper(source, target, files=parts)
+    with open(target.parent / "whisper-base.lock", "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # one conversion at a time; the others then find it done
+        if not is_current_conversion(target):
+            print(
+                f"seq2spec: converting the embedded whisper-base into {target} (once; about a minute)", file=sys.stderr
+            )
+            convert_ct2_whisper(source, target, files=parts, overwrite=True)
+    return target
 
 
 def load_whisper_base(device: str | torch.device | None = None, dtype: torch.dtype | None = None):
@@ -99,3 +110,15 @@ def load_whisper_base_pair(device: str | torch.device | None = None, dtype: torc
 
     big, processor = load_whisper_base(device=device, dtype=dtype)
     return big, load_whisper_draft(big), processor
+
+
+def not_for_the_speller(text: str) -> bool:
+    """True for text the shipped speller is not made for: most of its letters are in a script other than Latin (the
+    speller knows English only and would turn such text into English words)."""
+    import unicodedata
+
+    letters = [character for character in text if character.isalpha()]
+    if not letters:
+        return False
+    latin = sum(1 for character in letters if unicodedata.name(character, "").startswith("LATIN"))
+    return latin < len(letters) / 2

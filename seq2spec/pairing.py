@@ -2,12 +2,54 @@
 
 from __future__ import annotations
 
+import difflib
+import re
+from pathlib import Path
 from typing import Any
 
 import torch
 from transformers import PreTrainedModel
 
 ModelLike = PreTrainedModel | str
+KEYWORDS = ("input-copy", "none")  # what --draft takes besides a model
+_REPO_ID = re.compile(r"^[A-Za-z0-9][\w.-]*(/[\w.-]+)?$")
+
+
+def locate_pretrained(name: str, role: str = "model", *, model: bool = True) -> dict[str, Any]:
+    """Check that ``name`` is a local model directory or a model the hub has (or has cached), quickly and with a
+    message naming the problem; returns extra ``from_pretrained`` arguments (``local_files_only`` when the hub
+    cannot be reached but the model is cached)."""
+    path = Path(name).expanduser()
+    if path.exists():
+        if not path.is_dir() or (model and not (path / "config.json").is_file()):
+            raise FileNotFoundError(f"{role} {name}: not a model directory (no config.json in it)")
+        return {}
+    close = difflib.get_close_matches(name.lower(), KEYWORDS, n=1, cutoff=0.75)
+    if close and name not in KEYWORDS:
+        raise FileNotFoundError(f"{role} {name!r}: no such directory or model; did you mean {close[0]!r}?")
+    if name.startswith((".", "/", "~")) or name.endswith("/") or not _REPO_ID.match(name):
+        raise FileNotFoundError(f"{role} {name}: no such model directory")
+    from huggingface_hub import constants, model_info, try_to_load_from_cache
+    from huggingface_hub.errors import GatedRepoError, RepositoryNotFoundError
+
+    if constants.HF_HUB_OFFLINE:
+        return {}
+    try:
+        model_info(name, timeout=10)
+    except GatedRepoError:
+        return {}  # it exists; from_pretrained says what access it needs
+    except RepositoryNotFoundError:
+        raise FileNotFoundError(
+            f"{role} {name!r}: no such local directory, and the Hugging Face hub has no (public) model of that name"
+        ) from None
+    except Exception as error:  # noqa: BLE001 - the hub cannot be reached: a cached copy still serves
+        if isinstance(try_to_load_from_cache(name, "config.json"), str):
+            return {"local_files_only": True}
+        raise OSError(
+            f"{role} {name!r}: no such local directory, and the Hugging Face hub cannot be reached to fetch it "
+            f"({type(error).__name__}); pass a local path, or download the model where the hub is reachable"
+        ) from None
+    return {}
 
 
 def load_model(model: ModelLike, role: str, **load_kwargs: Any) -> PreTrainedModel:
@@ -15,9 +57,10 @@ def load_model(model: ModelLike, role: str, **load_kwargs: Any) -> PreTrainedMod
     if isinstance(model, str):
         from transformers import AutoConfig, AutoModelForSeq2SeqLM, AutoModelForSpeechSeq2Seq
 
-        speech = AutoConfig.from_pretrained(model).model_type == "whisper"
+        found = locate_pretrained(model, role)
+        speech = AutoConfig.from_pretrained(model, **found).model_type == "whisper"
         loader = AutoModelForSpeechSeq2Seq if speech else AutoModelForSeq2SeqLM
-        return loader.from_pretrained(model, **load_kwargs).eval()
+        return loader.from_pretrained(model, **found, **load_kwargs).eval()
     if not isinstance(model, torch.nn.Module):
         raise TypeError(f"{role} must be a transformers model or a name/path for from_pretrained, got {model!r}")
     return model

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 import warnings
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import torch
@@ -15,7 +15,14 @@ from seq2spec.decoding.proposal import Proposer
 from seq2spec.decoding.search import SpeculativeSearch
 from seq2spec.drafts.factory import ProposerFactory
 from seq2spec.options import SpeculationOptions, SpeculationStats, recommended_options
-from seq2spec.pairing import ModelLike, check_compatible, check_shared_vocabulary, encoders_match, load_model
+from seq2spec.pairing import (
+    ModelLike,
+    check_compatible,
+    check_shared_vocabulary,
+    encoders_match,
+    load_model,
+    locate_pretrained,
+)
 
 INPUT_COPY = "input-copy"
 # generate() arguments that would select another decoding method or feed one the loop does not have
@@ -28,6 +35,14 @@ _REFUSED_GENERATE_ARGUMENTS = (
     "synced_gpus",
 )
 _GENERATE_ARGUMENTS = ("generation_config", "logits_processor", "stopping_criteria", "prefix_allowed_tokens_fn")
+
+
+class InputTooLongError(ValueError):
+    """A text longer than the model accepts: ``index`` in the call's texts, its ``tokens``, the model's ``limit``."""
+
+    def __init__(self, message: str, index: int, tokens: int, limit: int) -> None:
+        super().__init__(message)
+        self.index, self.tokens, self.limit = index, tokens, limit
 
 
 class _Shipped:
@@ -102,10 +117,13 @@ class Seq2SeqSpeculator:
         proposer = small if _is_proposer(small) else None
         if copy_only or proposer is not None:
             small = None
+        # texts the model is not made for come back unchanged (the shipped speller: English-only)
+        self.returns_unchanged: Callable[[str], bool] | None = None
         if big is None:
-            from seq2spec.default_models import load_speller
+            from seq2spec.default_models import load_speller, not_for_the_speller
 
             big, shipped_small, shipped_tokenizer = load_speller(device=device, dtype=dtype)
+            self.returns_unchanged = not_for_the_speller
             small = shipped_small if small is SHIPPED else small
             tokenizer = shipped_tokenizer if tokenizer is None else tokenizer
         elif small is SHIPPED:
@@ -153,7 +171,7 @@ class Seq2SeqSpeculator:
     def _load_tokenizer(source: str) -> PreTrainedTokenizerBase:
         from transformers import AutoTokenizer
 
-        return AutoTokenizer.from_pretrained(source)
+        return AutoTokenizer.from_pretrained(source, **locate_pretrained(source, "tokenizer", model=False))
 
     @property
     def tokenizer(self) -> PreTrainedTokenizerBase:
@@ -180,7 +198,9 @@ class Seq2SeqSpeculator:
         if not source:
             raise ValueError("no processor: pass tokenizer=WhisperProcessor(...) to Seq2SeqSpeculator")
         try:
-            self._tokenizer = AutoProcessor.from_pretrained(source)
+            self._tokenizer = AutoProcessor.from_pretrained(
+                source, **locate_pretrained(source, "processor", model=False)
+            )
         except Exception as error:  # noqa: BLE001 - re-raised with the fix named
             raise ValueError(f"could not load a processor from {source!r}; pass tokenizer=WhisperProcessor") from error
         return self._tokenizer
@@ -316,8 +336,9 @@ class Seq2SeqSpeculator:
         """Decode each text with the big model's greedy output, in the caller's order.
 
         Inputs are sorted by token length into batches of ``batch_size``. A text longer than the model accepts
-        raises ``ValueError`` unless ``truncate=True``, which keeps its first tokens (the limit, end token included).
-        ``progress=True`` shows a progress bar over the batches.
+        raises ``InputTooLongError`` (a ``ValueError``) unless ``truncate=True``, which keeps its first tokens (the
+        limit, end token included). ``progress=True`` shows a progress bar over the batches. With the shipped
+        speller, text that is mostly in a script other than Latin comes back unchanged (it is English-only).
         """
         texts = _check_texts(texts)
         if not isinstance(batch_size, int) or isinstance(batch_size, bool) or batch_size < 1:
@@ -326,13 +347,15 @@ class Seq2SeqSpeculator:
             raise TypeError(f"prefix must be a string, got {type(prefix).__name__}")
         _check_max_new_tokens(max_new_tokens)
         self.last_stats = total = SpeculationStats()
-        if not texts:
-            return []
+        results: list[str] = list(texts)
+        kept = self.returns_unchanged
+        decoded = [index for index, text in enumerate(texts) if kept is None or not kept(text)]
+        if not decoded:
+            return results
         tokenizer = self.tokenizer
-        sources = [prefix + text if prefix else text for text in texts]
-        encoded = self._encode_within_limit(tokenizer, sources, truncate)
-        order = sorted(range(len(texts)), key=lambda index: len(encoded[index]))
-        results: list[str] = [""] * len(texts)
+        sources = [prefix + texts[index] if prefix else texts[index] for index in decoded]
+        encoded = dict(zip(decoded, self._encode_within_limit(tokenizer, sources, truncate, decoded), strict=True))
+        order = sorted(decoded, key=lambda index: len(encoded[index]))
         starts = range(0, len(order), batch_size)
         if progress:
             from tqdm import tqdm
@@ -359,7 +382,7 @@ class Seq2SeqSpeculator:
         return_timestamps: bool = False,
         batch_size: int = 16,
         max_new_tokens: int | None = None,
-        progress: bool = False,
+        progress: bool | Callable[[float], None] = False,
     ) -> Any:
         """Transcribe audio with the big Whisper model's greedy output (exactly ``big.generate``'s tokens).
 
@@ -367,7 +390,8 @@ class Seq2SeqSpeculator:
         ``sampling_rate`` (mixed down and resampled to 16 kHz with soxr); files are read with soundfile. Clips are
         sorted by duration into batches of ``batch_size``; clips longer than 30 s are decoded long-form (Whisper's
         sequential windows, timestamps on). Returns a string per clip, or with ``return_timestamps`` a dict
-        ``{"text", "segments": [{"start", "end", "text"}]}``; a single input gives a single result.
+        ``{"text", "segments": [{"start", "end", "text"}]}``; a single input gives a single result. ``progress``:
+        True shows a bar over seconds of audio; a callable is called with the seconds newly decoded.
         """
         from seq2spec.whisper.transcription import prepare_clips, transcribe_clips
 
@@ -407,16 +431,20 @@ class Seq2SeqSpeculator:
         return min(limits) if limits else None
 
     def _encode_within_limit(
-        self, tokenizer: PreTrainedTokenizerBase, sources: list[str], truncate: bool
+        self, tokenizer: PreTrainedTokenizerBase, sources: list[str], truncate: bool, indices: list[int]
     ) -> list[list[int]]:
-        encoded = [tokenizer(source)["input_ids"] for source in sources]
+        """Token ids of ``sources`` (the caller's ``texts[indices[i]]``), within the model's input limit."""
+        encoded = [tokenizer(source, verbose=False)["input_ids"] for source in sources]
         limit = self._source_limit()
         too_long = [index for index, ids in enumerate(encoded) if limit is not None and len(ids) > limit]
         if too_long and not truncate:
-            first = too_long[0]
-            raise ValueError(
+            first, tokens = indices[too_long[0]], len(encoded[too_long[0]])
+            raise InputTooLongError(
                 f"{len(too_long)} text(s) exceed the model's {limit}-token input limit (texts[{first}] has "
-                f"{len(encoded[first])} tokens); shorten them or pass truncate=True to keep the first {limit} tokens"
+                f"{tokens} tokens); shorten them or pass truncate=True to keep the first {limit} tokens",
+                first,
+                tokens,
+                limit,
             )
         for index in too_long:  # the tokenizer's own truncation keeps its end-of-source token
             encoded[index] = tokenizer(sources[index], truncation=True, max_length=limit)["input_ids"]

@@ -57,7 +57,7 @@ def test_demo_reports_identical_outputs(capsys):
     assert "outputs identical: True" in capsys.readouterr().out
 
 
-def test_chunks_match_one_pass_and_work_done_survives_a_failure(saved_pair, tmp_path, toy_byte_models):
+def test_chunks_match_one_pass_and_work_done_survives_a_failure(saved_pair, tmp_path, toy_byte_models, capsys):
     from transformers import ByT5Tokenizer
 
     big_path, _ = saved_pair
@@ -88,19 +88,15 @@ def test_chunks_match_one_pass_and_work_done_survives_a_failure(saved_pair, tmp_
     )
     assert chunked.read_text(encoding="utf-8") == whole.read_text(encoding="utf-8")
     kept = tmp_path / "kept.txt"
-    with pytest.raises(ValueError, match="input limit"):
-        main(
-            [
-                "correct",
-                str(source),
-                "--model",
-                str(limited),
-                "--max-new-tokens",
-                "8",
-                "--chunk-size",
-                "2",
-                "--out",
-                str(kept),
-            ]
-        )
-    assert kept.read_text(encoding="utf-8").splitlines() == whole.read_text(encoding="utf-8").splitlines()[:2]
+    arguments = ["correct", str(source), "--model", str(limited), "--max-new-tokens", "8", "--chunk-size", "2"]
+    assert main([*arguments, "--out", str(kept)]) == 2
+    error = capsys.readouterr().err
+    assert "line 3 of" in error and "--truncate" in error
+    assert not kept.exists()  # nothing half-done at --out; the finished chunk waits in the partial output
+    partial = kept.with_name("kept.txt.partial")
+    assert partial.read_text(encoding="utf-8").splitlines() == whole.read_text(encoding="utf-8").splitlines()[:2]
+    assert main([*arguments, "--truncate", "--out", str(kept)]) == 0  # the rerun continues after those lines
+    assert "2 lines already done" in capsys.readouterr().err
+    finished = kept.read_text(encoding="utf-8").splitlines()
+    assert len(finished) == 4 and finished[:2] == whole.read_text(encoding="utf-8").splitlines()[:2]
+    assert not partial.exists()

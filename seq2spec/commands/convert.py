@@ -10,14 +10,17 @@ from seq2spec.commands.flags import DTYPE_NAMES, torch_dtype
 
 
 def run(args: argparse.Namespace) -> int:
-    from seq2spec.whisper.ct2 import Ct2FormatError, convert_ct2_whisper
+    from seq2spec.whisper.ct2 import Ct2FormatError, DestinationError, convert_ct2_whisper
 
     try:
         destination = convert_ct2_whisper(
             args.source, args.destination, files=args.parts or None, dtype=torch_dtype(args.dtype)
         )
-    except (FileNotFoundError, Ct2FormatError) as error:
+    except (FileNotFoundError, Ct2FormatError, DestinationError) as error:
         print(f"seq2spec convert-ct2: {error}", file=sys.stderr)
+        return 2
+    except OSError as error:  # unreadable source, unwritable destination, disk full
+        print(f"seq2spec convert-ct2: {error.strerror or error}: {error.filename or args.destination}", file=sys.stderr)
         return 2
     print(f"converted {args.source} -> {destination}")
     return 0
@@ -28,7 +31,8 @@ def add_parser(commands) -> argparse.ArgumentParser:
         "convert-ct2",
         help="convert a CTranslate2 (faster-whisper) Whisper directory to a transformers one",
         description="Convert SOURCE (model.bin or model.bin.part*, config.json, tokenizer.json) into a "
-        "WhisperForConditionalGeneration directory with its processor and generation config.",
+        "WhisperForConditionalGeneration directory with its processor and generation config. DESTINATION must be "
+        "new, empty, or an earlier conversion; it is written in one step when complete.",
     )
     convert.add_argument("source", type=Path)
     convert.add_argument("destination", type=Path)

@@ -1,10 +1,16 @@
-"""``seq2spec correct``: one corrected line per input line, from files or standard input."""
+"""``seq2spec correct``: one corrected line per input line, from files or standard input.
+
+With ``--out`` the result is built in ``<out>.partial`` and renamed to ``<out>`` when complete, so an existing
+``--out`` is replaced only by a finished result; a rerun over the same inputs and settings continues after the
+lines already done. One run writes an output at a time, and ``--out`` may not be one of the inputs.
+"""
 
 from __future__ import annotations
 
 import argparse
 import sys
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 from seq2spec.commands.flags import (
@@ -16,29 +22,65 @@ from seq2spec.commands.flags import (
     speculation_changes,
     torch_dtype,
 )
+from seq2spec.commands.outputs import OutputError, OutputLock, ResumableText, check_output_path
+
+STDIN = "-"
 
 
-def read_lines(paths: list[str], unreadable: list[str]) -> Iterator[str]:
-    """Lines of the inputs in order; a file that cannot be read as UTF-8 text is reported, noted in ``unreadable``
-    and skipped."""
-    if not paths:
-        yield from (line.rstrip("\n") for line in sys.stdin)
-        return
+@dataclass(frozen=True)
+class Line:
+    text: str
+    source: str  # file name, or "standard input"
+    number: int  # 1-based within its source
+
+
+class InputError(RuntimeError):
+    """Input that cannot be read; the message names it."""
+
+
+def file_lines(path: str) -> Iterator[str]:
+    """A text file's lines: split at line ends only (\\n, \\r\\n, \\r), never at form feeds or Unicode separators,
+    so that every input line gets exactly one output line."""
+    with open(path, encoding="utf-8", newline=None) as handle:
+        for line in handle:
+            yield line[:-1] if line.endswith("\n") else line
+
+
+def check_files(paths: list[str]) -> tuple[list[str], list[str], int]:
+    """``(readable files, unreadable ones, their total lines)``: each file is read through once as UTF-8."""
+    readable, unreadable, total = [], [], 0
     for path in paths:
-        if path == "-":
-            yield from (line.rstrip("\n") for line in sys.stdin)
+        if path == STDIN:
+            readable.append(path)
             continue
         try:
-            lines = Path(path).read_text(encoding="utf-8").splitlines()
+            count = sum(1 for _ in file_lines(path))
         except (OSError, UnicodeDecodeError) as error:
-            print(f"seq2spec correct: cannot read {path} as UTF-8 text: {error}", file=sys.stderr)
+            reason = error.strerror if isinstance(error, OSError) and error.strerror else str(error)
+            print(f"seq2spec correct: cannot read {path} as UTF-8 text ({reason}); skipped", file=sys.stderr)
             unreadable.append(path)
             continue
-        yield from lines
+        readable.append(path)
+        total += count
+    return readable, unreadable, total
 
 
-def chunks(lines: Iterator[str], size: int) -> Iterator[list[str]]:
-    chunk: list[str] = []
+def read_lines(paths: list[str]) -> Iterator[Line]:
+    for path in paths or [STDIN]:
+        if path == STDIN:
+            number = 0
+            try:
+                for number, text in enumerate(sys.stdin, start=1):
+                    yield Line(text.rstrip("\n"), "standard input", number)
+            except UnicodeDecodeError as error:
+                raise InputError(f"standard input is not UTF-8 text after line {number} ({error.reason})") from None
+        else:
+            for number, text in enumerate(file_lines(path), start=1):
+                yield Line(text, path, number)
+
+
+def chunks(lines: Iterator[Line], size: int) -> Iterator[list[Line]]:
+    chunk: list[Line] = []
     for line in lines:
         chunk.append(line)
         if len(chunk) == size:
@@ -59,59 +101,123 @@ def build_corrector(args: argparse.Namespace):
 
     draft = {} if args.draft is None else {"draft": None if args.draft == "none" else args.draft}
     return Seq2SeqSpeculator(
-        args.model,
-        **draft,
-        device=args.device,
-        dtype=torch_dtype(args.dtype),
-        **speculation_changes(args),
+        args.model, **draft, device=args.device, dtype=torch_dtype(args.dtype), **speculation_changes(args)
     )
+
+
+def output_identity(args: argparse.Namespace, files: list[str]) -> dict:
+    """What a partial output was made from: the inputs as they were, and every setting that can change the text."""
+    inputs = []
+    for path in files:
+        stat = Path(path).stat()
+        inputs.append([str(Path(path).resolve()), stat.st_size, stat.st_mtime_ns])
+    settings = {key: getattr(args, key) for key in ("model", "prefix", "max_new_tokens", "device", "dtype")}
+    return {"inputs": inputs, "settings": settings, "batch": [args.batch_size, args.chunk_size]}
+
+
+class StreamOutput:
+    """Lines to standard output, flushed as they are made."""
+
+    lines_done = 0
+    resumed = False
+
+    def write_lines(self, lines: list[str]) -> None:
+        sys.stdout.write("".join(line + "\n" for line in lines))
+        sys.stdout.flush()
+        self.lines_done += len(lines)
 
 
 def run(args: argparse.Namespace) -> int:
-    from seq2spec import SpeculationStats
-
     apply_threads(args)
+    inputs = list(args.inputs) or [STDIN]
+    files = [path for path in inputs if path != STDIN]
     try:
+        missing = [path for path in files if not Path(path).exists()]
+        if missing:
+            raise InputError(f"no such file: {missing[0]}")
+        if args.out is not None:
+            check_output_path(args.out, [Path(path) for path in files])
+        readable, unreadable, total = check_files(inputs)
+        if not readable:
+            raise InputError("none of the inputs could be read")
         speculator = build_corrector(args)
-    except (FileNotFoundError, ValueError) as error:  # no --model and no shipped weights; an unusable pair
+        if args.out is None:
+            status = correct_lines(speculator, args, readable, StreamOutput(), None if STDIN in readable else total)
+        else:
+            with OutputLock(args.out):
+                resumable = STDIN not in readable
+                identity = output_identity(args, readable) if resumable else {"stdin": True, "never": "resumed"}
+                output = ResumableText(args.out, identity)
+                done = output.open(resume=resumable)
+                if done:
+                    print(f"{args.out}: {done} lines already done, continuing after them", file=sys.stderr)
+                status = correct_lines(speculator, args, readable, output, total if resumable else None)
+                if status == 0:
+                    output.finish()
+                else:
+                    output.close()
+    except (InputError, OutputError, FileNotFoundError, ValueError) as error:
         print(f"seq2spec correct: {error}", file=sys.stderr)
         return 2
-    # Chunks are corrected and written in input order, flushed as they finish: a failure keeps what was written.
-    output = open(args.out, "w", encoding="utf-8") if args.out else sys.stdout
-    total = SpeculationStats()
-    lines_done = 0
-    unreadable: list[str] = []
+    return max(status, 1 if unreadable else 0)
+
+
+def correct_lines(speculator, args: argparse.Namespace, paths: list[str], output, total: int | None) -> int:
+    """Correct every line after those ``output`` already holds, chunk by chunk, writing each chunk as it is done.
+    Returns 0, or 2 after a fault (the work before it is kept)."""
+    from tqdm import tqdm
+
+    from seq2spec import SpeculationStats
+    from seq2spec.speculator import InputTooLongError
+
+    skip = output.lines_done
+    stats = SpeculationStats()
+    lines = read_lines(paths)
+    for _ in range(skip):
+        next(lines, None)
+    bar = tqdm(total=total, initial=skip, unit="line", desc="lines", dynamic_ncols=True, file=sys.stderr)
     try:
-        for chunk in chunks(read_lines(args.inputs, unreadable), args.chunk_size):
-            corrected = speculator.correct(
-                chunk,
-                batch_size=args.batch_size,
-                max_new_tokens=args.max_new_tokens,
-                prefix=args.prefix,
-                truncate=args.truncate,
-            )
-            output.write("".join(one_line(line) + "\n" for line in corrected))
-            output.flush()
-            total.merge(speculator.last_stats)
-            lines_done += len(chunk)
+        for chunk in chunks(lines, args.chunk_size):
+            try:
+                corrected = speculator.correct(
+                    [line.text for line in chunk],
+                    batch_size=args.batch_size,
+                    max_new_tokens=args.max_new_tokens,
+                    prefix=args.prefix,
+                    truncate=args.truncate,
+                )
+            except InputTooLongError as error:
+                line = chunk[error.index]
+                print(
+                    f"seq2spec correct: line {line.number} of {line.source} has {error.tokens} tokens, more than the "
+                    f"model's {error.limit}: shorten it or pass --truncate; the {output.lines_done} lines before its "
+                    "chunk are kept" + (" (rerun to continue)" if args.out else ""),
+                    file=sys.stderr,
+                )
+                return 2
+            output.write_lines([one_line(text) for text in corrected])
+            stats.merge(speculator.last_stats)
+            bar.update(len(chunk))
+    except InputError as error:
+        print(f"seq2spec correct: {error}; the {output.lines_done} lines before it are kept", file=sys.stderr)
+        return 2
     finally:
-        if args.out:
-            output.close()
+        bar.close()
     print(
-        f"{lines_done} lines, {total.generated_tokens} tokens, acceptance {total.acceptance_rate:.2f}, "
-        f"{total.tokens_per_big_forward:.2f} tokens per big forward"
-        + (f"; {len(unreadable)} unreadable input files skipped" if unreadable else ""),
+        f"{output.lines_done} lines ({output.lines_done - skip} corrected now), {stats.generated_tokens} tokens, "
+        f"acceptance {stats.acceptance_rate:.2f}, {stats.tokens_per_big_forward:.2f} tokens per big forward"
+        + (f"; results in {args.out}" if args.out else ""),
         file=sys.stderr,
     )
-    return 1 if unreadable else 0
+    return 0
 
 
 def add_parser(commands) -> argparse.ArgumentParser:
     correct = commands.add_parser(
         "correct",
         help="correct lines of text from files or standard input",
-        description="Correct each input line; writes one output line per input line (line breaks inside an "
-        "output become spaces).",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     correct.add_argument("inputs", nargs="*", help="text files, one input per line ('-' or none: standard input)")
     correct.add_argument("--model", help="big model: hub name or local path (default: the shipped speller)")
@@ -130,7 +236,9 @@ def add_parser(commands) -> argparse.ArgumentParser:
     )
     correct.add_argument("--max-new-tokens", type=positive_int)
     correct.add_argument("--truncate", action="store_true", help="cut inputs longer than the model accepts")
-    correct.add_argument("--out", type=Path, help="output file (default: standard output); a directory with --ray")
+    correct.add_argument(
+        "--out", type=Path, help="output file (default: standard output); a directory with --ray; resumable"
+    )
     add_runtime_flags(correct)
     add_speculation_flags(correct)
     add_ray_flags(correct)

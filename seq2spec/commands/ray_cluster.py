@@ -19,7 +19,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from seq2spec.commands.transcribe import read_jsonl_repairing
+from seq2spec.commands.correct import file_lines
+from seq2spec.commands.outputs import JsonlRecords, OutputError
 from seq2spec.options import SpeculationOptions
 
 RAY_HINT = 'Ray is not installed: pip install "seq2spec[ray]"'
@@ -43,8 +44,9 @@ def _ray():
 def read_records(out: Path) -> list[dict[str, Any]]:
     """Every record in an output directory (JSONL ``*.json`` files or ``*.parquet``), null fields dropped.
 
-    Repairs what a killed run can leave: a JSONL file's partial last line is cut off; a Parquet file that cannot be
-    read is renamed ``*.corrupt`` (its inputs are then done again)."""
+    Repairs what a killed run can leave: a JSONL record cut off at the end of a file is removed and a corrupt line
+    skipped; a Parquet file that cannot be read is renamed ``*.corrupt``. A JSONL file in ``out`` that holds no
+    seq2spec records is refused (``OutputError``), never changed."""
     if not out.exists():
         return []
     if not out.is_dir():
@@ -52,7 +54,7 @@ def read_records(out: Path) -> list[dict[str, Any]]:
     records: list[dict[str, Any]] = []
     for path in sorted(out.iterdir()):
         if path.suffix in (".json", ".jsonl"):
-            rows = read_jsonl_repairing(path)
+            rows = JsonlRecords(path).read()
         elif path.suffix == ".parquet":
             import pyarrow.parquet as pq
 
@@ -151,7 +153,7 @@ def run_transcribe(args: argparse.Namespace) -> int:
         ray = _ray()
         files = find_audio(args.inputs)
         done = {r["file"] for r in read_records(args.out)}
-    except (RuntimeError, FileNotFoundError, NotADirectoryError) as error:
+    except (RuntimeError, FileNotFoundError, NotADirectoryError, OutputError) as error:
         print(f"seq2spec transcribe: {error}", file=sys.stderr)
         return 2
     todo = [str(f) for f in files if str(f) not in done]
@@ -238,7 +240,7 @@ def read_text_inputs(paths: list[str]) -> tuple[list[dict[str, Any]], list[dict[
     rows, errors = [], []
     for name in paths:
         try:
-            lines = Path(name).read_text(encoding="utf-8").splitlines()
+            lines = list(file_lines(name))
         except (OSError, UnicodeDecodeError) as error:
             errors.append({"file": name, "line": -1, "error": f"cannot read {name} as UTF-8 text: {error}"})
             continue
@@ -259,7 +261,7 @@ def run_correct(args: argparse.Namespace) -> int:
     try:
         ray = _ray()
         existing = read_records(args.out)
-    except (RuntimeError, NotADirectoryError) as error:
+    except (RuntimeError, NotADirectoryError, OutputError) as error:
         print(f"seq2spec correct: {error}", file=sys.stderr)
         return 2
     done = {(r["file"], r["line"]) for r in existing}

@@ -1,15 +1,15 @@
 """``seq2spec transcribe``: a folder (or list) of audio files into a JSONL of transcripts, resumably.
 
-Each finished file becomes one JSON line, written and flushed at once: ``{"file", "text", "duration"}`` (plus
-``"segments"`` with ``--timestamps``) or ``{"file", "error"}``. A rerun skips files already in the output, and a
-half-written last line (a killed run) is cut off first, so at most the batch in flight is lost. ``--format
-txt|srt|vtt`` also writes one such file per audio file into a folder beside the JSONL.
+Each file's record is appended and synced as soon as its batch is decoded: ``{"file", "text", "duration"}`` (plus
+``"segments"`` with ``--timestamps``) or ``{"file", "error"}``. A rerun skips files already in the output; a record
+cut off by a killed run is removed first, so a kill loses at most the batch in flight. One run writes an output at
+a time. ``--format txt|srt|vtt`` also writes one such file per audio file, mirroring the input folders, into a
+folder beside the JSONL.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 import time
@@ -25,23 +25,29 @@ from seq2spec.commands.flags import (
     speculation_changes,
     torch_dtype,
 )
+from seq2spec.commands.outputs import JsonlRecords, OutputError, OutputLock, check_output_path, write_file_atomically
 from seq2spec.whisper.audio import AudioError, duration_seconds, find_audio, load_audio
 
 
-def read_jsonl_repairing(path: Path) -> list[dict[str, Any]]:
-    """The records of a JSONL file; a trailing partial line left by a killed run is cut off the file first."""
-    data = path.read_bytes()
-    if data and not data.endswith(b"\n"):
-        cut = data.rfind(b"\n") + 1
-        with open(path, "r+b") as handle:
-            handle.truncate(cut)
-        data = data[:cut]
-    return [json.loads(line) for line in data.decode("utf-8").splitlines() if line.strip()]
-
-
 def completed_files(out: Path) -> set[str]:
-    """Files recorded in ``out`` (a partial last line is removed first)."""
-    return {record["file"] for record in read_jsonl_repairing(out)} if out.exists() else set()
+    """Files recorded in ``out`` (a record cut off by a killed run is removed first)."""
+    records = JsonlRecords(out)
+    records.read()
+    return records.done()
+
+
+def side_file(folder: Path, audio: Path, root: Path, fmt: str) -> Path:
+    """Where an audio file's ``fmt`` file goes: its path below ``root``, mirrored into ``folder``."""
+    try:
+        relative = audio.resolve().relative_to(root)
+    except ValueError:
+        relative = Path(audio.name)
+    return folder / relative.parent / f"{relative.name}.{fmt}"
+
+
+def common_root(files: list[Path]) -> Path:
+    parents = [str(path.resolve().parent) for path in files]
+    return Path(os.path.commonpath(parents)) if parents else Path.cwd()
 
 
 def _timestamp(seconds: float, separator: str) -> str:
@@ -67,10 +73,17 @@ def render(record: dict[str, Any], fmt: str) -> str:
 
 
 def transcribe_records(
-    speculator, paths: list[Path], *, language: str | None, task: str, timestamps: bool
+    speculator,
+    paths: list[Path],
+    *,
+    language: str | None,
+    task: str,
+    timestamps: bool,
+    on_progress=None,
 ) -> list[dict[str, Any]]:
     """One record per file: ``{"file", "duration", "text"[, "segments"]}``, or ``{"file", "error"}`` for a file
-    that cannot be read as audio. Error records come first, then the transcripts in input order."""
+    that cannot be read as audio. Error records come first, then the transcripts in input order. ``on_progress``
+    is called with seconds of audio as they are decoded."""
     records: list[dict[str, Any]] = []
     clips, names = [], []
     for path in paths:
@@ -82,7 +95,13 @@ def transcribe_records(
     if not clips:
         return records
     results = speculator.transcribe(
-        clips, sampling_rate=16_000, language=language, task=task, return_timestamps=timestamps, batch_size=len(clips)
+        clips,
+        sampling_rate=16_000,
+        language=language,
+        task=task,
+        return_timestamps=timestamps,
+        batch_size=len(clips),
+        progress=on_progress or False,
     )
     for path, clip, result in zip(names, clips, results, strict=True):
         record: dict[str, Any] = {"file": str(path), "duration": round(len(clip) / 16_000, 3)}
@@ -112,22 +131,32 @@ def load_speculator(args: argparse.Namespace):
 
 
 def run(args: argparse.Namespace) -> int:
-    from tqdm import tqdm
-
     apply_threads(args)
     try:
         files = find_audio(args.inputs)
-    except FileNotFoundError as error:
+        check_output_path(args.out, files)
+        with OutputLock(args.out):
+            return _transcribe(args, files)
+    except (FileNotFoundError, OutputError) as error:
         print(f"seq2spec transcribe: {error}", file=sys.stderr)
         return 2
+
+
+def _transcribe(args: argparse.Namespace, files: list[Path]) -> int:
+    from tqdm import tqdm
+
     out: Path = args.out
-    out.parent.mkdir(parents=True, exist_ok=True)
-    done = completed_files(out)
+    results = JsonlRecords(out)
+    results.read()
+    if results.corrupt_lines:
+        print(f"{out}: {results.corrupt_lines} unreadable line(s) skipped; their files are done again", file=sys.stderr)
+    done = results.done()
     todo = [f for f in files if str(f) not in done]
     durations = {f: duration_seconds(f) for f in todo}
     todo.sort(key=lambda f: durations[f])  # similar lengths share a batch
-    already = len(files) - len(todo)
-    print(f"{len(files)} audio files, {already} already done, {len(todo)} to transcribe", file=sys.stderr)
+    print(
+        f"{len(files)} audio files, {len(files) - len(todo)} already done, {len(todo)} to transcribe", file=sys.stderr
+    )
     if not todo:
         return 0
     try:
@@ -136,40 +165,40 @@ def run(args: argparse.Namespace) -> int:
         print(f"seq2spec transcribe: {error}", file=sys.stderr)
         return 2
     side_folder = out.with_name(out.stem + f"_{args.format}") if args.format != "jsonl" else None
+    root = common_root(files)
     failures = 0
     audio_seconds = 0.0
     started = time.perf_counter()
-    total_seconds = sum(durations.values())
-    progress = tqdm(total=round(total_seconds, 1), unit="s", desc="audio", dynamic_ncols=True, file=sys.stderr)
+    progress = tqdm(
+        total=round(sum(durations.values()), 1), unit="s", desc="audio", dynamic_ncols=True, file=sys.stderr
+    )
     proposed = accepted = 0
-    with open(out, "a", encoding="utf-8") as sink:
-
-        def emit(record: dict[str, Any]) -> None:
-            sink.write(json.dumps(record, ensure_ascii=False) + "\n")
-            sink.flush()
-            os.fsync(sink.fileno())
-
+    with results:
         for start in range(0, len(todo), args.batch_size):
             batch = todo[start : start + args.batch_size]
+            before = progress.n
             records = transcribe_records(
-                speculator, batch, language=args.language, task=args.task, timestamps=args.timestamps
+                speculator,
+                batch,
+                language=args.language,
+                task=args.task,
+                timestamps=args.timestamps,
+                on_progress=lambda seconds: progress.update(round(seconds, 1)),
             )
             if any("text" in r for r in records):
                 proposed += speculator.last_stats.proposed_draft_tokens
                 accepted += speculator.last_stats.accepted_draft_tokens
             for record in records:
-                emit(record)
+                results.append(record)
                 if "error" in record:
                     failures += 1
                     continue
                 audio_seconds += record["duration"]
                 if side_folder is not None:
-                    target = side_folder / (Path(record["file"]).name + f".{args.format}")
-                    target.parent.mkdir(parents=True, exist_ok=True)
-                    target.write_text(render(record, args.format), encoding="utf-8")
-            elapsed = time.perf_counter() - started
-            progress.update(round(sum(durations[p] for p in batch), 1))
-            rtf = elapsed / max(audio_seconds, 1e-9)
+                    target = side_file(side_folder, Path(record["file"]), root, args.format)
+                    write_file_atomically(target, render(record, args.format))
+            progress.update(max(0.0, round(sum(durations[p] for p in batch) - (progress.n - before), 1)))
+            rtf = (time.perf_counter() - started) / max(audio_seconds, 1e-9)
             progress.set_postfix(files=f"{start + len(batch)}/{len(todo)}", rtf=f"{rtf:.3f}")
     progress.close()
     wall = time.perf_counter() - started

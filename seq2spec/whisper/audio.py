@@ -46,6 +46,8 @@ def find_audio(inputs: Iterable[str | Path]) -> list[Path]:
 def to_mono_16k(samples: np.ndarray, sampling_rate: int) -> np.ndarray:
     """Float32 mono at 16 kHz: channels averaged (``[frames, channels]``), resampled with soxr's high quality."""
     samples = np.asarray(samples, dtype=np.float32)
+    if not np.isfinite(samples).all():
+        raise AudioError("the audio holds NaN or infinite samples")
     if samples.ndim == 2:
         samples = samples.mean(axis=1)
     elif samples.ndim != 1:
@@ -69,7 +71,10 @@ def load_audio(path: str | Path) -> np.ndarray:
         raise AudioError(f"{path}: cannot be read as audio ({reason})") from error
     if samples.shape[0] == 0:
         raise AudioError(f"{path}: contains no audio samples")
-    return to_mono_16k(samples, sampling_rate)
+    try:
+        return to_mono_16k(samples, sampling_rate)
+    except AudioError as error:
+        raise AudioError(f"{path}: {error}") from None
 
 
 def duration_seconds(path: str | Path) -> float:

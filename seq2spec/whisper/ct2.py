@@ -16,8 +16,11 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import re
+import shutil
 import struct
+import tempfile
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -33,6 +36,17 @@ _DTYPE_IDS[np.dtype(np.float16)] = 4
 
 class Ct2FormatError(ValueError):
     """The file is not a CTranslate2 Whisper model this converter understands."""
+
+
+class DestinationError(ValueError):
+    """A destination the converter must not write to; nothing was changed."""
+
+
+_TIMESTAMP = re.compile(r"^<\|\d+\.\d\d\|>$")
+# Written into every converted directory: what it was made from, and by which version of the converter.
+# 2: Whisper's specials are the tokenizer's special tokens (timestamps decode from <|0.00|>)
+CONVERSION_NOTE = "seq2spec_conversion.json"
+CONVERTER_VERSION = 2
 
 
 @dataclass
@@ -80,7 +94,10 @@ class _Reader:
         raw = self.stream.read(length)
         if len(raw) != length:
             raise Ct2FormatError(f"{self.origin} ends early (truncated or not a CTranslate2 model)")
-        return raw.rstrip(b"\0").decode("utf-8")
+        try:
+            return raw.rstrip(b"\0").decode("utf-8")
+        except UnicodeDecodeError:
+            raise Ct2FormatError(f"{self.origin} is not a CTranslate2 model (a name is not text)") from None
 
     def raw(self, count: int) -> bytes:
         chunk = self.stream.read(count)
@@ -113,15 +130,20 @@ def read_ct2_model(files: Iterable[str | Path]) -> Ct2Model:
         raw = reader.raw(num_bytes)
         if dtype_id not in _DTYPES:
             raise Ct2FormatError(f"{origin}: variable {name!r} has unknown dtype id {dtype_id}")
-        if _DTYPES[dtype_id] == "bfloat16":
-            as_int = np.frombuffer(raw, dtype=np.uint16).astype(np.uint32) << 16
-            array = as_int.view(np.float32)
-        else:
-            array = np.frombuffer(raw, dtype=_DTYPES[dtype_id])
-        variables[name] = array.reshape(shape).copy()
+        try:
+            if _DTYPES[dtype_id] == "bfloat16":
+                as_int = np.frombuffer(raw, dtype=np.uint16).astype(np.uint32) << 16
+                array = as_int.view(np.float32)
+            else:
+                array = np.frombuffer(raw, dtype=_DTYPES[dtype_id])
+            variables[name] = array.reshape(shape).copy()
+        except ValueError as error:
+            raise Ct2FormatError(f"{origin}: variable {name!r} does not fit its shape {shape} ({error})") from None
     (aliases,) = reader.unpack("I")
     for _ in range(aliases):
         alias, target = reader.string(), reader.string()
+        if target not in variables:
+            raise Ct2FormatError(f"{origin}: alias {alias!r} names a missing variable {target!r}")
         variables[alias] = variables[target]
     return Ct2Model(spec, revision, variables)
 
@@ -269,8 +291,23 @@ def load_whisper_tokenizer(tokenizer_file: str | Path, vocab_size: int):
     """The Whisper tokenizer from a ``tokenizer.json``, with the timestamp tokens the model's vocabulary ends with."""
     from transformers import AddedToken, WhisperTokenizerFast
 
-    tokenizer = WhisperTokenizerFast(tokenizer_file=str(tokenizer_file))
+    try:
+        tokenizer = WhisperTokenizerFast(tokenizer_file=str(tokenizer_file))
+    except Exception as error:  # noqa: BLE001 - any unreadable tokenizer file: name it
+        raise Ct2FormatError(f"{tokenizer_file}: not a tokenizer.json this converter can read ({error})") from None
     tokenizer.pad_token = "<|endoftext|>"
+    # Whisper's specials (<|endoftext|> ... <|notimestamps|>) must be special tokens: transformers places the first
+    # timestamp token right after the last special id when it turns timestamp tokens into seconds
+    vocabulary = tokenizer.get_vocab()
+    specials = sorted(
+        (
+            token
+            for token in vocabulary
+            if token.startswith("<|") and token.endswith("|>") and not _TIMESTAMP.match(token)
+        ),
+        key=vocabulary.get,
+    )
+    tokenizer.add_special_tokens({"additional_special_tokens": specials}, replace_extra_special_tokens=True)
     missing = vocab_size - len(tokenizer)
     if missing > 0:  # CTranslate2 vocabularies end with <|0.00|> ... <|30.00|> (0.02 s steps)
         tokenizer.add_tokens(
@@ -324,32 +361,89 @@ def whisper_generation_config(tokenizer, ct2_config: dict, max_length: int, deco
     return GenerationConfig(**settings)
 
 
+def check_destination(source: Path, destination: Path, *, overwrite: bool = False) -> None:
+    """Refuse a destination that is the source or holds it, a file, or a folder with files this converter did not
+    write (``overwrite`` lets a previous conversion's folder be replaced even without its note)."""
+    source, target = source.resolve(), destination.resolve()
+    if target == source or target in source.parents:
+        raise DestinationError(
+            f"the destination {destination} is the source {source} or contains it: choose a new directory"
+        )
+    if destination.is_file() or destination.is_symlink():
+        raise DestinationError(f"the destination {destination} is a file: choose a new directory")
+    if destination.is_dir() and any(destination.iterdir()) and not overwrite:
+        if not (destination / CONVERSION_NOTE).is_file():
+            raise DestinationError(
+                f"the destination {destination} exists and holds files seq2spec did not write: choose a new directory "
+                "(nothing was changed)"
+            )
+
+
+def is_current_conversion(directory: Path) -> bool:
+    """A directory this converter (in its present version) wrote completely."""
+    note = directory / CONVERSION_NOTE
+    try:
+        return json.loads(note.read_text(encoding="utf-8")).get("converter_version") == CONVERTER_VERSION
+    except (OSError, ValueError, AttributeError):
+        return False
+
+
+def _install(staging: Path, destination: Path) -> None:
+    """Move the finished ``staging`` folder to ``destination``; a previous conversion there is replaced in one
+    rename, an empty folder is taken over, and a destination that another process has just finished is kept."""
+    if destination.is_dir() and not any(destination.iterdir()):
+        destination.rmdir()
+    if not destination.exists():
+        try:
+            staging.rename(destination)
+            return
+        except OSError:
+            if is_current_conversion(destination):  # another conversion finished first: keep it
+                return
+            raise
+    aside = destination.with_name(f"{destination.name}.replaced-{os.getpid()}")
+    destination.rename(aside)
+    staging.rename(destination)
+    shutil.rmtree(aside, ignore_errors=True)
+
+
 def convert_ct2_whisper(
     source: str | Path,
     destination: str | Path,
     *,
     files: Iterable[str | Path] | None = None,
     dtype: torch.dtype = torch.float32,
+    overwrite: bool = False,
 ) -> Path:
     """Convert the CTranslate2 Whisper directory ``source`` into a transformers directory ``destination``.
 
     ``files`` overrides where ``model.bin`` is read from (its parts, in order) when they do not sit in ``source``.
-    The result is written next to ``destination`` and renamed into place, so an interrupted conversion leaves
-    nothing half-written. Returns ``destination``.
+    The result is built in a staging folder of this process next to ``destination`` and moved into place when
+    complete, so an interrupted or concurrent conversion leaves nothing half-written. ``destination`` must be new,
+    empty, or an earlier conversion (``overwrite=True``: any folder this tool is known to have made). Returns it.
     """
-    import shutil
-
     from transformers import WhisperConfig, WhisperFeatureExtractor, WhisperForConditionalGeneration, WhisperProcessor
 
     source, destination = Path(source), Path(destination)
+    check_destination(source, destination, overwrite=overwrite)
     files = list(files) if files is not None else model_files(source)
     tokenizer_file = source / "tokenizer.json"
     if not tokenizer_file.is_file():
         raise FileNotFoundError(f"{source} has no tokenizer.json (a CTranslate2 Whisper directory needs one)")
-    ct2 = read_ct2_model(files)
+    try:
+        ct2 = read_ct2_model(files)
+        config_kwargs, state = hf_whisper_state(ct2)
+    except Ct2FormatError:
+        raise
+    except (KeyError, IndexError, ValueError, struct.error) as error:
+        raise Ct2FormatError(f"{source}: not a CTranslate2 Whisper model this converter can read ({error!r})") from None
     config_path = source / "config.json"
-    ct2_config = json.loads(config_path.read_text(encoding="utf-8")) if config_path.is_file() else {}
-    config_kwargs, state = hf_whisper_state(ct2)
+    try:
+        ct2_config = json.loads(config_path.read_text(encoding="utf-8")) if config_path.is_file() else {}
+    except (ValueError, UnicodeDecodeError) as error:
+        raise Ct2FormatError(f"{config_path} is not valid JSON ({error})") from None
+    if not isinstance(ct2_config, dict):
+        raise Ct2FormatError(f"{config_path} does not hold a JSON object")
     tokenizer = load_whisper_tokenizer(tokenizer_file, config_kwargs["vocab_size"])
     generation_config = whisper_generation_config(
         tokenizer,
@@ -379,13 +473,14 @@ def convert_ct2_whisper(
     feature_extractor = WhisperFeatureExtractor(feature_size=config.num_mel_bins)
     processor = WhisperProcessor(feature_extractor=feature_extractor, tokenizer=tokenizer)
 
-    staging = destination.with_name(destination.name + ".partial")
-    if staging.exists():
-        shutil.rmtree(staging)
-    staging.mkdir(parents=True)
-    model.save_pretrained(staging)
-    processor.save_pretrained(staging)
-    if destination.exists():
-        shutil.rmtree(destination)
-    staging.rename(destination)
+    destination.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f"{destination.name}.partial-", dir=destination.parent))
+    try:
+        model.save_pretrained(staging)
+        processor.save_pretrained(staging)
+        note = {"converted_from": str(source.resolve()), "converter_version": CONVERTER_VERSION}
+        (staging / CONVERSION_NOTE).write_text(json.dumps(note) + "\n", encoding="utf-8")
+        _install(staging, destination)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
     return destination

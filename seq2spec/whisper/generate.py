@@ -10,6 +10,9 @@ returns.
 
 from __future__ import annotations
 
+import logging
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import torch
@@ -65,4 +68,24 @@ def generate_whisper(
         arguments["attention_mask"] = attention_mask.to(big.device)
     if max_new_tokens is not None:
         arguments["max_new_tokens"] = max_new_tokens
-    return big.generate(features, custom_generate=search, **arguments)
+    with _whisper_internal_warning_silenced():
+        return big.generate(features, custom_generate=search, **arguments)
+
+
+class _WhisperInternalWarning(logging.Filter):
+    """Whisper's own generate passes a generation config together with suppress-token arguments to the generate it
+    calls, which transformers warns about on every first call: nothing the user did or can change."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return "Passing `generation_config` together with generation-related" not in record.getMessage()
+
+
+@contextmanager
+def _whisper_internal_warning_silenced() -> Iterator[None]:
+    logger = logging.getLogger("transformers.generation.utils")
+    silencer = _WhisperInternalWarning()
+    logger.addFilter(silencer)
+    try:
+        yield
+    finally:
+        logger.removeFilter(silencer)

@@ -17,6 +17,7 @@ from seq2spec.whisper.audio import SAMPLING_RATE, load_audio, to_mono_16k
 # generate(input_features, attention_mask or None, **whisper generate arguments) -> token ids
 GenerateFn = Callable[..., torch.Tensor]
 WINDOW_SAMPLES = 30 * SAMPLING_RATE
+FRAMES_PER_SECOND = 100  # log-mel frames
 
 
 def prepare_clips(audio: Any, sampling_rate: int | None) -> tuple[list[np.ndarray], bool]:
@@ -56,12 +57,14 @@ def transcribe_clips(
     return_timestamps: bool = False,
     batch_size: int = 16,
     max_new_tokens: int | None = None,
-    progress: bool = False,
+    progress: bool | Callable[[float], None] = False,
 ) -> list[Any]:
     """Text per clip (16 kHz mono float32), or ``{"text", "segments"}`` with ``return_timestamps``, in input order.
 
     Clips are sorted by length into batches; a batch holding a clip longer than 30 s is decoded long-form
     (unpadded features with an attention mask, timestamps on, as Whisper's long-form generation requires).
+    ``progress``: True shows a bar over seconds of audio; a callable is called with the seconds newly decoded,
+    window by window within long files.
     """
     options: dict[str, Any] = {}
     if multilingual:
@@ -70,17 +73,23 @@ def transcribe_clips(
         raise ValueError("this Whisper model is English-only: it takes no language or task")
     order = sorted(range(len(clips)), key=lambda i: len(clips[i]))
     results: list[Any] = [None] * len(clips)
-    starts = range(0, len(order), batch_size)
-    if progress:
+    bar = None
+    if progress is True:
         import sys
 
         from tqdm import tqdm
 
-        starts = tqdm(starts, desc="batches", unit="batch", file=sys.stderr)
-    for start in starts:
+        bar = tqdm(total=round(sum(len(c) for c in clips) / SAMPLING_RATE, 1), unit="s", desc="audio", file=sys.stderr)
+        report = bar.update
+    else:
+        report = progress or (lambda seconds: None)
+    for start in range(0, len(order), batch_size):
         chunk = order[start : start + batch_size]
         batch = [clips[i] for i in chunk]
         long_form = max(len(c) for c in batch) > WINDOW_SAMPLES
+        tracker = _WindowProgress(report)
+        if long_form:
+            options["monitor_progress"] = tracker
         extractor_options = (
             {"truncation": False, "padding": "longest", "return_attention_mask": True} if long_form else {}
         )
@@ -94,9 +103,33 @@ def transcribe_clips(
             return_timestamps=return_timestamps or long_form,
             **options,
         )
+        options.pop("monitor_progress", None)
+        tracker.finish(sum(len(c) for c in batch) / SAMPLING_RATE)
         for index, ids in zip(chunk, output.tolist(), strict=True):
             results[index] = decode(processor.tokenizer, ids, return_timestamps)
+    if bar is not None:
+        bar.close()
     return results
+
+
+class _WindowProgress:
+    """Turns Whisper's long-form ``monitor_progress`` (per row: frames decoded, frames in all; 100 per second) into
+    seconds newly decoded."""
+
+    def __init__(self, report: Callable[[float], None]) -> None:
+        self.report = report
+        self.reported = 0.0
+
+    def __call__(self, seek_and_total: torch.Tensor) -> None:
+        seconds = float(torch.minimum(seek_and_total[:, 0], seek_and_total[:, 1]).sum()) / FRAMES_PER_SECOND
+        if seconds > self.reported:
+            self.report(seconds - self.reported)
+            self.reported = seconds
+
+    def finish(self, total_seconds: float) -> None:
+        if total_seconds > self.reported:
+            self.report(total_seconds - self.reported)
+        self.reported = total_seconds
 
 
 def decode(tokenizer, ids: list[int], return_timestamps: bool) -> Any:

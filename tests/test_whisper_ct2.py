@@ -148,6 +148,12 @@ def test_processor_round_trip(tmp_path, whisper_and_features):
     ids = processor.tokenizer("hello", add_special_tokens=False).input_ids
     assert processor.tokenizer.decode(ids) == "hello"
     assert processor.tokenizer.convert_ids_to_tokens(BYTES + len(SPECIALS) + 50) == "<|1.00|>"
+    # transformers reads the first timestamp id as the last special id + 1: every special must count as special
+    first_timestamp = processor.tokenizer.convert_tokens_to_ids("<|0.00|>")
+    assert processor.tokenizer.all_special_ids[-1] + 1 == first_timestamp
+    tokens = [first_timestamp + 50, *ids, first_timestamp + 125, processor.tokenizer.eos_token_id]
+    offsets = processor.tokenizer.decode(tokens, output_offsets=True)["offsets"]
+    assert [(o["text"], o["timestamp"]) for o in offsets] == [("hello", (1.0, 2.5))]
 
 
 def test_float16_and_int8_weights(tmp_path, whisper_and_features):

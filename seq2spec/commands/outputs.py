@@ -93,16 +93,20 @@ def encode_record(record: dict[str, Any]) -> bytes:
 
 
 def _append_whole(handle, data: bytes, path: Path) -> None:
-    """Append ``data`` and sync it, or leave the file as it was (a failed write is cut back)."""
+    """Append ``data`` to the unbuffered ``handle`` and sync it, or leave the file as it was: a failed or short
+    write (a full disk) is cut back to the size before it."""
     size = handle.seek(0, os.SEEK_END)
+    view = memoryview(data)
     try:
-        handle.write(data)
-        handle.flush()
+        while view:
+            written = handle.write(view)
+            if not written:
+                raise OSError(28, "No space left on device")
+            view = view[written:]
         os.fsync(handle.fileno())
     except OSError as error:
         try:
             handle.truncate(size)
-            handle.flush()
         except OSError:
             pass
         reason = error.strerror or str(error)
@@ -167,7 +171,7 @@ class JsonlRecords:
         return {record[self.key] for record in self.records}
 
     def __enter__(self) -> JsonlRecords:
-        self.handle = open(self.path, "ab")
+        self.handle = open(self.path, "ab", buffering=0)
         return self
 
     def __exit__(self, *exc_info: object) -> None:
@@ -217,7 +221,7 @@ class ResumableText:
         else:  # the note first: a partial output without its note would not be recognised as ours
             write_file_atomically(self.note, json.dumps(self.identity) + "\n")
             self.partial.write_bytes(b"")
-        self.handle = open(self.partial, "ab")
+        self.handle = open(self.partial, "ab", buffering=0)
         return self.lines_done
 
     def write_lines(self, lines: list[str]) -> None:

@@ -65,7 +65,8 @@ def load_audio(path: str | Path) -> np.ndarray:
 
     path = Path(path)
     try:
-        samples, sampling_rate = soundfile.read(str(path), dtype="float32", always_2d=True)
+        with open(path, "rb") as handle:  # opened here: a file name that is not valid UTF-8 still works
+            samples, sampling_rate = soundfile.read(handle, dtype="float32", always_2d=True)
     except Exception as error:  # noqa: BLE001 - every reader failure becomes a record, not a crash
         reason = str(error).strip() or type(error).__name__
         raise AudioError(f"{path}: cannot be read as audio ({reason})") from error
@@ -82,7 +83,8 @@ def duration_seconds(path: str | Path) -> float:
     import soundfile
 
     try:
-        info = soundfile.info(str(path))
+        with open(path, "rb") as handle:
+            info = soundfile.info(handle)
         return info.frames / info.samplerate if info.samplerate else 0.0
     except Exception:  # noqa: BLE001
         return 0.0

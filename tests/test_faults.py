@@ -389,6 +389,9 @@ def test_nan_audio_becomes_an_error_record(toy_whisper_dirs, tmp_path):
         (["correct", "--model", "MODEL", "--draft", "input_copy"], "did you mean 'input-copy'"),
         (["correct", "--model", "MODEL", "--out", "DIRECTORY"], "is a directory"),
         (["transcribe", "x.wav", "--out", "o.jsonl", "--model", "~/typo"], "no such"),
+        # a hub name that is not here: the hub says it has none, or cannot be reached (offline machines, CI)
+        (["correct", "--model", "seq2spec-tests/no-such-model"], "no such local directory"),
+        (["transcribe", "x.wav", "--out", "o.jsonl", "--model", "seq2spec-tests/no-such-model"], "no such local"),
     ],
 )
 def test_bad_arguments_get_quick_clear_messages(argv, message, text_pair, tmp_path, capsys, monkeypatch):

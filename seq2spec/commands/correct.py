@@ -156,7 +156,7 @@ def run(args: argparse.Namespace) -> int:
                     output.finish()
                 else:
                     output.close()
-    except (InputError, OutputError, FileNotFoundError, ValueError) as error:
+    except (InputError, OutputError, ValueError, OSError) as error:  # OSError: missing files, an unreachable hub
         print(f"seq2spec correct: {error}", file=sys.stderr)
         return 2
     return max(status, 1 if unreadable else 0)

@@ -84,7 +84,7 @@ def _write(dataset, out: Path, fmt: str) -> None:
         dataset.write_json(str(out), force_ascii=False)
 
 
-def _actor_options(args: argparse.Namespace) -> dict[str, Any]:
+def _actor_resources(args: argparse.Namespace) -> dict[str, Any]:
     gpus = args.gpus_per_actor if args.gpus_per_actor is not None else (1.0 if args.device.startswith("cuda") else 0)
     return {"concurrency": args.num_actors, "num_cpus": args.cpus_per_actor, "num_gpus": gpus}
 
@@ -171,7 +171,7 @@ def run_transcribe(args: argparse.Namespace) -> int:
         fn_constructor_kwargs={"options": options},
         batch_size=args.batch_size,
         batch_format="numpy",
-        **_actor_options(args),
+        **_actor_resources(args),
     )
     _write(dataset, args.out, args.out_format)
     wall = time.perf_counter() - started
@@ -282,7 +282,7 @@ def run_correct(args: argparse.Namespace) -> int:
             fn_constructor_kwargs={"options": options},
             batch_size=args.chunk_size,
             batch_format="numpy",
-            **_actor_options(args),
+            **_actor_resources(args),
         )
         _write(dataset, args.out, args.out_format)
     wall = time.perf_counter() - started

@@ -48,10 +48,6 @@ class GenerationPlan:
     # multinomial sampling (``do_sample=True``): the processors then include the temperature/top-k/top-p warpers
     do_sample: bool = False
 
-    @property
-    def prompt_length(self) -> int:
-        return int(self.prompt.shape[1])
-
 
 def check_supported(config: GenerationConfig, *, allow_sampling: bool) -> None:
     """Refuse generation settings the loop cannot reproduce, naming the setting."""

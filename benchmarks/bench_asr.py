@@ -16,6 +16,7 @@ for tensor; faster-whisper's text with greedy's text.
     python benchmarks/bench_asr.py                        # batch sizes 1, 4, 16, 64 and long form
     python benchmarks/bench_asr.py --batch-sizes 1 8 --repeats 2
     python benchmarks/bench_asr.py --device cuda --dtype float16
+    python benchmarks/bench_asr.py --dtype int8 --name asr_cpu_int8   # greedy and seq2spec on the int8 base
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ import transformers
 
 from seq2spec import Seq2SeqSpeculator, SpeculationStats
 from seq2spec.default_models import cache_dir, load_whisper_base_pair, whisper_base_sources
+from seq2spec.int8 import quantize_int8
 from seq2spec.whisper.audio import load_audio
 from seq2spec.whisper.draft import load_whisper_draft, output_token_ids
 
@@ -104,11 +106,15 @@ def faster_whisper_methods(threads: int) -> dict[str, Callable]:
 def bench(args, failures: dict[str, str]) -> list[Row]:
     """Rows of the table; a peer that raises is left out of that case and its error kept in ``failures``."""
     device = torch.device(args.device)
-    big, draft, processor = load_whisper_base_pair(device=device, dtype=DTYPES[args.dtype])
-    counter = DecoderCallCounter(big)
+    int8 = args.dtype == "int8"
+    big, draft, processor = load_whisper_base_pair(device=device, dtype=torch.float32 if int8 else DTYPES[args.dtype])
     full_vocabulary_draft = None
     if output_token_ids(draft) is not None and args.full_vocabulary_variant:
         full_vocabulary_draft = load_whisper_draft(big, full_vocabulary=True)
+    if int8:  # after the drafts, which share the base's embeddings and output head
+        quantize_int8(big)
+    counter = DecoderCallCounter(big)
+    feature_dtype = big.dtype
     tokenizer = processor.tokenizer
     clips = short_clips()
     peers = faster_whisper_methods(args.threads) if args.device == "cpu" and not args.no_peers else {}
@@ -129,7 +135,7 @@ def bench(args, failures: dict[str, str]) -> list[Row]:
             options = {"truncation": False, "padding": "longest", "return_attention_mask": True} if long_form else {}
             features = processor.feature_extractor(chunk, sampling_rate=16000, return_tensors="pt", **options)
             mask = features.get("attention_mask") if long_form else None
-            inputs = features["input_features"].to(device, DTYPES[args.dtype])
+            inputs = features["input_features"].to(device, feature_dtype)
             batches.append((inputs, None if mask is None else mask.to(device), chunk))
         extra = {"return_timestamps": True} if long_form else {}
 
@@ -268,13 +274,15 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=2)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--device", default="cpu")
-    parser.add_argument("--dtype", choices=sorted(DTYPES), default="float32")
+    parser.add_argument(
+        "--dtype", choices=[*sorted(DTYPES), "int8"], default="float32", help="int8: base's linear layers in int8 (CPU)"
+    )
     parser.add_argument("--out", type=Path, default=Path(__file__).parent / "results")
     parser.add_argument("--name", help="file stem of the results (default asr_cpu or asr_cuda)")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     if args.device == "cpu":
-        machine = f"CPU {processor_name()}, {args.threads} threads, torch {torch.__version__}"
+        machine = f"CPU {processor_name()}, {args.threads} threads, torch {torch.__version__}, {args.dtype}"
     else:
         machine = f"{torch.cuda.get_device_name(0)}, torch {torch.__version__}, {args.dtype}"
     machine += f", transformers {transformers.__version__}"

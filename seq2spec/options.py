@@ -43,8 +43,13 @@ class SpeculationOptions:
     )
     lean_draft: bool = _option(
         True,
-        "run a T5/MT5 draft's decoder step through seq2spec's few-operation step instead of transformers' modules "
-        "(checked against transformers' logits before use)",
+        "run a T5/MT5 or Whisper draft's decoder step through seq2spec's few-operation step instead of "
+        "transformers' modules (checked against transformers' logits before use)",
+    )
+    int8_draft: bool = _option(
+        True,
+        "on a CPU, run the lean draft step's linear layers in int8 (the draft only proposes; the big model decides "
+        "every token in its own precision)",
     )
     input_copy: bool = _option(
         False,
@@ -66,7 +71,7 @@ class SpeculationOptions:
                 "expected min_draft_tokens <= num_draft_tokens <= max_draft_tokens, got "
                 f"{self.min_draft_tokens}, {self.num_draft_tokens}, {self.max_draft_tokens}"
             )
-        for name in ("adaptive", "lean_draft", "input_copy"):
+        for name in ("adaptive", "lean_draft", "int8_draft", "input_copy"):
             if not isinstance(getattr(self, name), bool):
                 raise ValueError(f"{name} must be True or False, got {getattr(self, name)!r}")
         if self.acceptance not in ACCEPTANCE_MODES:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from contextlib import nullcontext
 from typing import Protocol
 
 import torch
@@ -10,6 +11,7 @@ from transformers.modeling_outputs import BaseModelOutput
 
 from seq2spec.decoding import cache as cache_ops
 from seq2spec.decoding.families import Family, row_positions
+from seq2spec.decoding.head import BigModelHead
 
 
 class DecoderStep(Protocol):
@@ -31,7 +33,8 @@ class DecoderRunner:
 
     ``forward`` appends the given tokens after every row's last kept entry; ``keep`` then says how many of them
     each row keeps; ``select`` drops finished rows from every tensor the runner holds. With ``step`` (drafts only)
-    the decoder step runs there instead of through the model's own forward. Each row's padding is kept on the host
+    the decoder step runs there instead of through the model's own forward; with ``head`` (the big model) its
+    vocabulary head runs sliced where that was found bit-exact (``head.py``). Each row's padding is kept on the host
     as well, so deciding what to shift or trim never waits for the device.
     """
 
@@ -42,9 +45,11 @@ class DecoderRunner:
         encoder_hidden_states: torch.Tensor,
         encoder_attention_mask: torch.Tensor | None,
         step: DecoderStep | None = None,
+        head: BigModelHead | None = None,
     ) -> None:
         self.model = model
         self.step = step
+        self.head = head
         self.family = family
         self.device = encoder_hidden_states.device
         self.encoder_hidden_states = encoder_hidden_states
@@ -69,7 +74,8 @@ class DecoderRunner:
         if padded:
             slots = torch.arange(self.cache_length, device=self.device)[None, :] >= self.pad[:, None]
             mask = torch.cat([slots, slots.new_ones(rows, length)], dim=1).long()
-        with row_positions(self.model, self.family, self.pad if padded else None):
+        sliced_head = self.head.installed(self.model) if self.head is not None else nullcontext()
+        with row_positions(self.model, self.family, self.pad if padded else None), sliced_head:
             if self.family.decoder_only:
                 output = self.model(
                     input_ids=tokens,

@@ -15,6 +15,7 @@ import torch
 from transformers import GenerationConfig, LogitsProcessorList, PreTrainedModel, StoppingCriteriaList
 
 from seq2spec.decoding.families import Family
+from seq2spec.decoding.head import BigModelHead
 from seq2spec.decoding.loop import speculative_decode
 from seq2spec.decoding.plan import plan_from_generate
 from seq2spec.decoding.proposal import DecodingBatch, Proposer
@@ -30,7 +31,7 @@ class SpeculativeSearch:
     """A decoding method for ``model.generate(custom_generate=...)`` that runs the speculative loop.
 
     Statistics of every call add up in ``stats``. ``generator`` drives speculative sampling when the generation
-    config samples.
+    config samples. ``head`` lets the big model's vocabulary head run sliced where that is bit-exact (``head.py``).
     """
 
     def __init__(
@@ -42,8 +43,10 @@ class SpeculativeSearch:
         position_limit: int | None = None,
         generator: torch.Generator | None = None,
         stats: SpeculationStats | None = None,
+        head: BigModelHead | None = None,
     ) -> None:
         self.family = family
+        self.head = head
         self.make_proposer = make_proposer
         self.acceptance = acceptance
         self.position_limit = position_limit
@@ -84,7 +87,7 @@ class SpeculativeSearch:
             do_sample=plan.do_sample,
             generator=self.generator,
         )
-        runner = DecoderRunner(model, self.family, encoder_hidden_states, attention_mask)
+        runner = DecoderRunner(model, self.family, encoder_hidden_states, attention_mask, head=self.head)
         verifier: Verifier = (
             SamplingVerifier(self.generator, self.acceptance) if plan.do_sample else GreedyVerifier(self.acceptance)
         )

@@ -6,24 +6,18 @@ import torch
 from transformers import PreTrainedModel
 
 from seq2spec.decoding.families import Family
+from seq2spec.decoding.head import weight_state
 from seq2spec.decoding.proposal import DecodingBatch, Proposal, Proposer, ScoreProcessor, check_proposal
 from seq2spec.decoding.runner import DecoderRunner, DecoderStep
 from seq2spec.drafts.copy_then_draft import CopyThenDraftProposer
+from seq2spec.drafts.dense import int8_available
 from seq2spec.drafts.draft_model import DraftModelProposer
 from seq2spec.drafts.input_copy import InputCopyProposer
 from seq2spec.drafts.lean_t5 import LEAN_FAMILIES, LeanT5Decoder
+from seq2spec.drafts.lean_whisper import LeanWhisperDraft, is_whisper_draft
 from seq2spec.drafts.no_draft import NoDraft
 from seq2spec.drafts.schedule import LengthSchedule
 from seq2spec.options import SpeculationOptions, SpeculationStats
-
-
-def _weight_state(parameter: torch.Tensor) -> tuple:
-    """Where a weight lives and how often it was changed in place (inference tensors keep no count)."""
-    try:
-        version = parameter._version
-    except RuntimeError:
-        version = None
-    return parameter.data_ptr(), version, parameter.dtype
 
 
 class CheckedProposer:
@@ -72,7 +66,7 @@ class ProposerFactory:
         self.draft, self.family, self.shares_encoder = draft, family, shares_encoder
         self.copy = copy
         self.proposer = CheckedProposer(proposer) if proposer is not None else None
-        self._lean: tuple[tuple, LeanT5Decoder | None] = ((), None)
+        self._lean: tuple[tuple, DecoderStep | None] = ((), None)
 
     def __call__(self, batch: DecodingBatch, stats: SpeculationStats) -> Proposer:
         options = self.options
@@ -112,9 +106,16 @@ class ProposerFactory:
         """The draft's lean decoder step, rebuilt (and re-checked against transformers) whenever the draft's
         weights, device, dtype or mode changed since the last call."""
         draft = self.draft
-        if not self.options.lean_draft or self.family.model_type not in LEAN_FAMILIES:
+        if not self.options.lean_draft:
             return None
-        key = (draft.training, *(_weight_state(p) for p in draft.parameters()))
+        int8 = self.options.int8_draft and int8_available(draft.device)
+        if self.family.model_type in LEAN_FAMILIES:
+            build = LeanT5Decoder.checked
+        elif is_whisper_draft(draft):
+            build = LeanWhisperDraft.checked
+        else:
+            return None
+        key = (draft.training, int8, *(weight_state(p) for p in draft.parameters()))
         if key != self._lean[0]:
-            self._lean = (key, LeanT5Decoder.checked(draft))
+            self._lean = (key, build(draft, int8=int8))
         return self._lean[1]

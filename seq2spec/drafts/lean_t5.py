@@ -23,6 +23,8 @@ import torch
 import torch.nn.functional as F
 from transformers import DynamicCache, EncoderDecoderCache, PreTrainedModel
 
+from seq2spec.drafts.dense import Dense
+
 logger = logging.getLogger(__name__)
 
 LEAN_FAMILIES = frozenset({"t5", "mt5"})
@@ -35,25 +37,27 @@ PROBE_TOLERANCE = {torch.float32: 1e-3, torch.float16: 2e-2, torch.bfloat16: 5e-
 @dataclass(frozen=True)
 class _Layer:
     self_norm: torch.Tensor
-    qkv: torch.Tensor  # [3 * inner, d_model]: q, k and v stacked
-    self_out: torch.Tensor
+    qkv: Dense  # [3 * inner, d_model]: q, k and v stacked
+    self_out: Dense
     cross_norm: torch.Tensor
-    cross_q: torch.Tensor
-    cross_kv: torch.Tensor  # [2 * inner, d_model]
-    cross_out: torch.Tensor
+    cross_q: Dense
+    cross_kv: Dense  # [2 * inner, d_model]
+    cross_out: Dense
     ff_norm: torch.Tensor
-    ff_in: torch.Tensor  # [2 * d_ff, d_model] (gated: wi_0 then wi_1) or [d_ff, d_model]
-    ff_out: torch.Tensor
+    ff_in: Dense  # [2 * d_ff, d_model] (gated: wi_0 then wi_1) or [d_ff, d_model]
+    ff_out: Dense
 
 
 class LeanT5Decoder:
-    """``decoder step + LM head`` of a T5 or MT5 model in eval mode; see the module docstring."""
+    """``decoder step + LM head`` of a T5 or MT5 model in eval mode; see the module docstring. With ``int8`` (CPU
+    only) its linear layers run in int8 (``seq2spec.drafts.dense``)."""
 
-    def __init__(self, model: PreTrainedModel) -> None:
+    def __init__(self, model: PreTrainedModel, *, int8: bool = False) -> None:
         config = model.config
         if config.model_type not in LEAN_FAMILIES:
             raise ValueError(f"LeanT5Decoder needs a T5 or MT5 model, got model_type={config.model_type!r}")
         decoder = model.get_decoder()
+        self.int8 = int8
         self.heads, self.head_dim = config.num_heads, config.d_kv
         self.inner = self.heads * self.head_dim
         self.eps = config.layer_norm_epsilon
@@ -62,7 +66,7 @@ class LeanT5Decoder:
         self.act = decoder.block[0].layer[-1].DenseReluDense.act
         self.embedding = decoder.embed_tokens.weight
         self.final_norm = decoder.final_layer_norm.weight
-        self.lm_head = model.get_output_embeddings().weight
+        self.lm_head = Dense(model.get_output_embeddings().weight, int8=int8)
         # T5 (original and v1.1 checkpoints saved with tied embeddings) scales the decoder output before its head
         scaled = getattr(config, "scale_decoder_outputs", config.model_type == "t5")
         self.output_scale = config.d_model**-0.5 if scaled else None
@@ -77,23 +81,30 @@ class LeanT5Decoder:
         own, cross, ff = block.layer[0], block.layer[1], block.layer[2]
         dense = ff.DenseReluDense
         ff_in = torch.cat([dense.wi_0.weight, dense.wi_1.weight]) if self.gated else dense.wi.weight
+        own_attention, cross_attention = own.SelfAttention, cross.EncDecAttention
         return _Layer(
             self_norm=own.layer_norm.weight,
-            qkv=torch.cat([own.SelfAttention.q.weight, own.SelfAttention.k.weight, own.SelfAttention.v.weight]),
-            self_out=own.SelfAttention.o.weight,
+            qkv=self._dense(torch.cat([own_attention.q.weight, own_attention.k.weight, own_attention.v.weight])),
+            self_out=self._dense(own_attention.o.weight),
             cross_norm=cross.layer_norm.weight,
-            cross_q=cross.EncDecAttention.q.weight,
-            cross_kv=torch.cat([cross.EncDecAttention.k.weight, cross.EncDecAttention.v.weight]),
-            cross_out=cross.EncDecAttention.o.weight,
+            cross_q=self._dense(cross_attention.q.weight),
+            cross_kv=self._dense(torch.cat([cross_attention.k.weight, cross_attention.v.weight])),
+            cross_out=self._dense(cross_attention.o.weight),
             ff_norm=ff.layer_norm.weight,
-            ff_in=ff_in,
-            ff_out=dense.wo.weight,
+            ff_in=self._dense(ff_in),
+            ff_out=self._dense(dense.wo.weight),
         )
 
+    def _dense(self, weight: torch.Tensor) -> Dense:
+        return Dense(weight, int8=self.int8)
+
     @classmethod
-    def checked(cls, model: PreTrainedModel, tolerance: float | None = None) -> LeanT5Decoder | None:
-        """A lean decoder for ``model`` if it reproduces transformers' logits on a probe input (within
-        ``tolerance``, by default ``PROBE_TOLERANCE`` of the model's dtype), else None."""
+    def checked(
+        cls, model: PreTrainedModel, tolerance: float | None = None, *, int8: bool = False
+    ) -> LeanT5Decoder | None:
+        """A lean decoder for ``model`` if its float version reproduces transformers' logits on a probe input
+        (within ``tolerance``, by default ``PROBE_TOLERANCE`` of the model's dtype), else None; with ``int8`` the
+        returned step runs its linear layers in int8."""
         if model.config.model_type not in LEAN_FAMILIES or model.training:
             return None
         if tolerance is None:
@@ -101,6 +112,8 @@ class LeanT5Decoder:
         try:
             lean = cls(model)
             difference = lean.probe_difference(model)
+            if int8:
+                lean = cls(model, int8=True)
         except Exception as error:  # noqa: BLE001 - any mismatch of structure means: keep transformers' forward
             logger.info("lean draft step unavailable for %s: %s", type(model).__name__, error)
             return None
@@ -166,6 +179,11 @@ class LeanT5Decoder:
         return states.view(rows, length, self.heads, self.head_dim).transpose(1, 2)
 
     @staticmethod
+    def _merge(attended: torch.Tensor) -> torch.Tensor:
+        rows, _, length, _ = attended.shape
+        return attended.transpose(1, 2).reshape(rows, length, -1)
+
+    @staticmethod
     def _clamp(hidden: torch.Tensor) -> torch.Tensor:
         """As transformers' T5 does in float16: pull infinities back to the largest finite values (no host sync)."""
         if hidden.dtype != torch.float16:
@@ -201,32 +219,32 @@ class LeanT5Decoder:
             cross_mask = cross_mask.masked_fill(encoder_attention_mask == 0, torch.finfo(dtype).min)[:, None, None]
         for index, layer in enumerate(self.layers):
             normed = self._norm(hidden, layer.self_norm)
-            query, key, value = F.linear(normed, layer.qkv).split(self.inner, dim=-1)
+            query, key, value = layer.qkv(normed).to(dtype).split(self.inner, dim=-1)
             key, value = cache.self_attention_cache.update(self._split(key), self._split(value), index)
             attended = F.scaled_dot_product_attention(self._split(query), key, value, attn_mask=self_mask, scale=1.0)
-            hidden = self._clamp(hidden + F.linear(attended.transpose(1, 2).reshape(rows, length, -1), layer.self_out))
+            hidden = self._clamp(hidden + layer.self_out(self._merge(attended)).to(dtype))
 
             normed = self._norm(hidden, layer.cross_norm)
             if cache.is_updated.get(index):
                 cross = cache.cross_attention_cache.layers[index]
                 key, value = cross.keys, cross.values
             else:
-                key, value = F.linear(encoder_hidden_states, layer.cross_kv).split(self.inner, dim=-1)
+                key, value = layer.cross_kv(encoder_hidden_states).to(dtype).split(self.inner, dim=-1)
                 key, value = cache.cross_attention_cache.update(self._split(key), self._split(value), index)
                 cache.is_updated[index] = True
-            query = self._split(F.linear(normed, layer.cross_q))
+            query = self._split(layer.cross_q(normed).to(dtype))
             attended = F.scaled_dot_product_attention(query, key, value, attn_mask=cross_mask, scale=1.0)
-            hidden = self._clamp(hidden + F.linear(attended.transpose(1, 2).reshape(rows, length, -1), layer.cross_out))
+            hidden = self._clamp(hidden + layer.cross_out(self._merge(attended)).to(dtype))
 
             normed = self._norm(hidden, layer.ff_norm)
-            inner = F.linear(normed, layer.ff_in)
+            inner = layer.ff_in(normed).to(dtype)
             if self.gated:
                 gate, linear = inner.split(self.d_ff, dim=-1)
                 inner = self.act(gate) * linear
             else:
                 inner = self.act(inner)
-            hidden = self._clamp(hidden + F.linear(inner.to(layer.ff_out.dtype), layer.ff_out))
+            hidden = self._clamp(hidden + layer.ff_out(inner.to(dtype)).to(dtype))
         hidden = self._norm(hidden, self.final_norm)
         if self.output_scale is not None:
             hidden = hidden * self.output_scale
-        return F.linear(hidden, self.lm_head).float()
+        return self.lm_head(hidden).float()

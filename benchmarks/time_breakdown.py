@@ -1,0 +1,230 @@
+"""Where the time goes: greedy and seq2spec on the embedded Whisper base and on the shipped speller, split into
+encoder, big decoder forwards, draft forwards, logits processing and the rest (the loop's own work).
+
+Each part is timed by wrapping the call that does it (the big encoder's forward, the big decoder's forward,
+``DecoderRunner.forward`` for the draft, the loop's logits processing); "loop and rest" is the wall time minus the
+timed parts. Per-round figures divide by the number of big decoder forwards. Timers add a few microseconds per
+call; the wall times are the same method's in one run, so read the shares, not the absolute numbers.
+
+    python benchmarks/time_breakdown.py                      # long form, Whisper batch 16 clips, speller batch 1/16
+    python benchmarks/time_breakdown.py --cases long-form --dtype int8
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from collections import defaultdict
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import torch
+
+from seq2spec import Seq2SeqSpeculator
+from seq2spec.decoding import runner as runner_module
+from seq2spec.decoding import sequences
+from seq2spec.default_models import load_speller, load_whisper_base_pair
+from seq2spec.int8 import quantize_int8
+from seq2spec.whisper.audio import load_audio
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_asr import LANGUAGE, SAMPLES, short_clips  # noqa: E402
+from bench_core import processor_name  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+PARTS = ("encoder", "big forwards", "draft forwards", "logits processing", "loop and rest")
+
+
+class Timers:
+    """Seconds and calls per part, for whatever runs inside ``active()``."""
+
+    def __init__(self, device: torch.device) -> None:
+        self.device = device
+        self.seconds: dict[str, float] = defaultdict(float)
+        self.calls: dict[str, int] = defaultdict(int)
+        self._depth = 0
+
+    def _sync(self) -> None:
+        if self.device.type == "cuda":
+            torch.cuda.synchronize()
+
+    def wrap(self, part: str, function: Callable) -> Callable:
+        def timed(*args, **kwargs):
+            if self._depth:  # nested inside another timed part: counted there
+                return function(*args, **kwargs)
+            self._depth += 1
+            self._sync()
+            start = time.perf_counter()
+            try:
+                return function(*args, **kwargs)
+            finally:
+                self._sync()
+                self.seconds[part] += time.perf_counter() - start
+                self.calls[part] += 1
+                self._depth -= 1
+
+        return timed
+
+
+@contextmanager
+def instrumented(timers: Timers, big: torch.nn.Module) -> Iterator[None]:
+    """Time the big encoder, the big decoder (greedy's and seq2spec's), draft steps and logits processing."""
+    encoder = big.get_encoder()
+    originals = [
+        (encoder, "forward", encoder.forward),
+        (big, "forward", big.forward),
+        (runner_module.DecoderRunner, "forward", runner_module.DecoderRunner.forward),
+        (sequences.PrefixProcessor, "positions", sequences.PrefixProcessor.positions),
+        (sequences.PrefixProcessor, "step", sequences.PrefixProcessor.step),
+    ]
+    run_forward = runner_module.DecoderRunner.forward
+
+    def runner_forward(runner, tokens):
+        if runner.model is big:
+            return run_forward(runner, tokens)  # the decoder inside is timed as "big forwards"
+        return draft_timed(runner, tokens)
+
+    draft_timed = timers.wrap("draft forwards", run_forward)
+    encoder.forward = timers.wrap("encoder", encoder.forward)
+    big.forward = timers.wrap("big forwards", big.forward)  # decoder and output head
+    runner_module.DecoderRunner.forward = runner_forward
+    sequences.PrefixProcessor.positions = timers.wrap("logits processing", sequences.PrefixProcessor.positions)
+    sequences.PrefixProcessor.step = timers.wrap("logits processing", sequences.PrefixProcessor.step)
+    try:
+        yield
+    finally:
+        for owner, name, original in originals:
+            if owner in (encoder, big):
+                del owner.forward  # back to the class's method
+            else:
+                setattr(owner, name, original)
+
+
+def measure(function: Callable[[], object], big: torch.nn.Module, device: torch.device) -> dict:
+    with torch.inference_mode():
+        function()  # warm-up, untimed
+    timers = Timers(device)
+    with instrumented(timers, big), torch.inference_mode():
+        start = time.perf_counter()
+        function()
+        if device.type == "cuda":
+            torch.cuda.synchronize()
+        wall = time.perf_counter() - start
+    parts = {part: timers.seconds.get(part, 0.0) for part in PARTS[:-1]}
+    parts["loop and rest"] = wall - sum(parts.values())
+    rounds = timers.calls.get("big forwards", 0)
+    drafts = timers.calls.get("draft forwards", 0)
+    return {"wall": wall, "parts": parts, "big_forwards": rounds, "draft_forwards": drafts}
+
+
+def whisper_cases(args, device: torch.device) -> Iterator[tuple[str, str, Callable, torch.nn.Module]]:
+    big, draft, processor = load_whisper_base_pair(device=device, dtype=args.torch_dtype)
+    if args.dtype == "int8":
+        quantize_int8(big)
+    speculator = Seq2SeqSpeculator(big, draft, processor)
+    dtype = big.dtype
+    if "long-form" in args.cases:
+        audio = load_audio(args.long_form)
+        features = processor.feature_extractor(
+            [audio],
+            sampling_rate=16000,
+            return_tensors="pt",
+            truncation=False,
+            padding="longest",
+            return_attention_mask=True,
+        )
+        inputs = features["input_features"].to(device, dtype)
+        mask = features["attention_mask"].to(device)
+        kwargs = dict(attention_mask=mask, return_timestamps=True, **LANGUAGE)
+        yield "whisper long form", "greedy", lambda: big.generate(inputs, **kwargs), big
+        yield "whisper long form", "seq2spec", lambda: speculator.generate(input_features=inputs, **kwargs), big
+    if "clips16" in args.cases:
+        clips = short_clips()
+        chunk = [clips[i % len(clips)] for i in range(16)]
+        inputs = processor.feature_extractor(chunk, sampling_rate=16000, return_tensors="pt")["input_features"]
+        inputs = inputs.to(device, dtype)
+        yield "whisper clips, batch 16", "encoder only", lambda: big.get_encoder()(inputs), big
+        yield "whisper clips, batch 16", "greedy", lambda: big.generate(inputs, **LANGUAGE), big
+        yield "whisper clips, batch 16", "seq2spec", lambda: speculator.generate(input_features=inputs, **LANGUAGE), big
+
+
+def speller_cases(args, device: torch.device) -> Iterator[tuple[str, str, Callable, torch.nn.Module]]:
+    if not any(case.startswith("speller") for case in args.cases):
+        return
+    big, small, tokenizer = load_speller(device=device, dtype=args.torch_dtype)
+    if args.dtype == "int8":
+        quantize_int8(big)
+    speculator = Seq2SeqSpeculator(big, small, tokenizer)
+    lines = (ROOT / "recipes" / "data" / "spelling_heldout.tsv").read_text(encoding="utf-8").splitlines()
+    texts = [line.split("\t")[0] for line in lines[1:] if line.strip()]
+    for case, size in (("speller1", 1), ("speller16", 16)):
+        if case not in args.cases:
+            continue
+        chunk = texts[:size]
+        encoded = tokenizer(chunk, return_tensors="pt", padding=True).to(device)
+        label = f"speller, batch {size}"
+        yield label, "greedy", lambda e=encoded: big.generate(**e, max_new_tokens=128), big
+        yield label, "seq2spec", lambda e=encoded: speculator.generate(**e, max_new_tokens=128), big
+
+
+def markdown(results: list[dict], title: str) -> str:
+    lines = [f"# Where the time goes\n\n{title}\n"]
+    header = " | ".join(PARTS)
+    lines.append(f"| case | method | wall s | {header} | big / draft forwards | ms per round outside forwards |")
+    lines.append("|---|---|---:|" + "---:|" * len(PARTS) + "---:|---:|")
+    for r in results:
+        shares = " | ".join(f"{r['parts'][p]:.2f} ({100 * r['parts'][p] / r['wall']:.0f}%)" for p in PARTS)
+        rounds = r["big_forwards"]
+        outside = r["parts"]["logits processing"] + r["parts"]["loop and rest"]
+        per_round = f"{1000 * outside / rounds:.1f}" if rounds else "-"
+        counts = f"{rounds} / {r['draft_forwards']}"
+        lines.append(f"| {r['case']} | {r['method']} | {r['wall']:.2f} | {shares} | {counts} | {per_round} |")
+    return "\n".join(lines) + "\n"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument(
+        "--cases",
+        nargs="+",
+        default=["long-form", "clips16", "speller1", "speller16"],
+        choices=["long-form", "clips16", "speller1", "speller16"],
+    )
+    parser.add_argument("--long-form", type=Path, default=SAMPLES / "long_form.wav", help="the long-form audio file")
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--device", default="cpu")
+    parser.add_argument("--dtype", default="float32", choices=["float32", "float16", "bfloat16", "int8"])
+    parser.add_argument("--out", type=Path, default=Path(__file__).parent / "results")
+    parser.add_argument("--name", default="time_breakdown_cpu")
+    args = parser.parse_args()
+    torch.set_num_threads(args.threads)
+    args.torch_dtype = torch.float32 if args.dtype == "int8" else getattr(torch, args.dtype)
+    device = torch.device(args.device)
+    results = []
+    for cases in (whisper_cases, speller_cases):
+        for case, method, function, big in cases(args, device):
+            result = {"case": case, "method": method, **measure(function, big, device)}
+            results.append(result)
+            print(
+                case,
+                method,
+                f"{result['wall']:.2f}s",
+                {k: round(v, 2) for k, v in result["parts"].items()},
+                "rounds",
+                result["big_forwards"],
+                flush=True,
+            )
+    machine = f"{processor_name() if device.type == 'cpu' else torch.cuda.get_device_name(0)}, {args.threads} threads"
+    title = f"{machine}, torch {torch.__version__}, {args.dtype}; long form: {args.long_form.name}"
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / f"{args.name}.json").write_text(json.dumps({"title": title, "results": results}, indent=2))
+    table = markdown(results, title)
+    (args.out / f"{args.name}.md").write_text(table)
+    print(table)
+
+
+if __name__ == "__main__":
+    main()

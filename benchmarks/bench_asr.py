@@ -16,7 +16,7 @@ for tensor; faster-whisper's text with greedy's text.
     python benchmarks/bench_asr.py                        # batch sizes 1, 4, 16, 64 and long form
     python benchmarks/bench_asr.py --batch-sizes 1 8 --repeats 2
     python benchmarks/bench_asr.py --device cuda --dtype float16
-    python benchmarks/bench_asr.py --dtype int8 --name asr_cpu_int8   # greedy and seq2spec on the int8 base
+    python benchmarks/bench_asr.py --batch-sizes --long-form-file other.wav --name asr_cpu_other   # long form only
 """
 
 from __future__ import annotations
@@ -36,7 +36,6 @@ import transformers
 
 from seq2spec import Seq2SeqSpeculator, SpeculationStats
 from seq2spec.default_models import cache_dir, load_whisper_base_pair, whisper_base_sources
-from seq2spec.int8 import quantize_int8
 from seq2spec.whisper.audio import load_audio
 from seq2spec.whisper.draft import load_whisper_draft, output_token_ids
 
@@ -106,15 +105,11 @@ def faster_whisper_methods(threads: int) -> dict[str, Callable]:
 def bench(args, failures: dict[str, str]) -> list[Row]:
     """Rows of the table; a peer that raises is left out of that case and its error kept in ``failures``."""
     device = torch.device(args.device)
-    int8 = args.dtype == "int8"
-    big, draft, processor = load_whisper_base_pair(device=device, dtype=torch.float32 if int8 else DTYPES[args.dtype])
+    big, draft, processor = load_whisper_base_pair(device=device, dtype=DTYPES[args.dtype])
     full_vocabulary_draft = None
     if output_token_ids(draft) is not None and args.full_vocabulary_variant:
         full_vocabulary_draft = load_whisper_draft(big, full_vocabulary=True)
-    if int8:  # after the drafts, which share the base's embeddings and output head
-        quantize_int8(big)
     counter = DecoderCallCounter(big)
-    feature_dtype = big.dtype
     tokenizer = processor.tokenizer
     clips = short_clips()
     peers = faster_whisper_methods(args.threads) if args.device == "cpu" and not args.no_peers else {}
@@ -122,7 +117,7 @@ def bench(args, failures: dict[str, str]) -> list[Row]:
     rows: list[Row] = []
     for batch_size, long_form in cases:
         if long_form:
-            audio = [load_audio(SAMPLES / "long_form.wav")]
+            audio = [load_audio(args.long_form_file)]
             label = "long form"
         else:
             count = max(batch_size * max(1, args.batches), args.min_clips if batch_size == 1 else 0)
@@ -135,7 +130,7 @@ def bench(args, failures: dict[str, str]) -> list[Row]:
             options = {"truncation": False, "padding": "longest", "return_attention_mask": True} if long_form else {}
             features = processor.feature_extractor(chunk, sampling_rate=16000, return_tensors="pt", **options)
             mask = features.get("attention_mask") if long_form else None
-            inputs = features["input_features"].to(device, feature_dtype)
+            inputs = features["input_features"].to(device, DTYPES[args.dtype])
             batches.append((inputs, None if mask is None else mask.to(device), chunk))
         extra = {"return_timestamps": True} if long_form else {}
 
@@ -257,7 +252,13 @@ def bench(args, failures: dict[str, str]) -> list[Row]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--batch-sizes", nargs="+", type=int, default=[1, 4, 16, 64])
+    parser.add_argument("--batch-sizes", nargs="*", type=int, default=[1, 4, 16, 64])
+    parser.add_argument(
+        "--long-form-file",
+        type=Path,
+        default=SAMPLES / "long_form.wav",
+        help="the long-form audio (default: the recipes' sample)",
+    )
     parser.add_argument("--batches", type=int, default=1, help="batches per batch size (clips repeat to fill them)")
     parser.add_argument("--min-clips", type=int, default=8, help="clips at batch size 1")
     parser.add_argument("--no-long-form", dest="long_form", action="store_false", help="skip the long-form file")
@@ -274,9 +275,7 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=2)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--device", default="cpu")
-    parser.add_argument(
-        "--dtype", choices=[*sorted(DTYPES), "int8"], default="float32", help="int8: base's linear layers in int8 (CPU)"
-    )
+    parser.add_argument("--dtype", choices=sorted(DTYPES), default="float32")
     parser.add_argument("--out", type=Path, default=Path(__file__).parent / "results")
     parser.add_argument("--name", help="file stem of the results (default asr_cpu or asr_cuda)")
     args = parser.parse_args()
@@ -299,10 +298,11 @@ def main() -> None:
     Path(f"{stem}.json").write_text(json.dumps(record, indent=2))
     confidence = "the draft's tuned value" if args.min_draft_confidence is None else args.min_draft_confidence
     settings = f"; seq2spec min_draft_confidence {confidence}"
-    title = machine + settings + "; batch -1 = the long-form file"
+    title = machine + settings + f"; batch -1 = the long-form file ({args.long_form_file.name})"
     table = markdown(rows, title, failures).replace("| -1 |", "| long form |")
     Path(f"{stem}.md").write_text(table)
-    plot([r for r in rows if r.batch_size > 0], stem)
+    if any(r.batch_size > 0 for r in rows):
+        plot([r for r in rows if r.batch_size > 0], stem)
     print()
     print(table)
     if not all(r.identical_to_greedy for r in rows if not r.method.startswith("faster-whisper")):

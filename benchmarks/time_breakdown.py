@@ -7,7 +7,7 @@ timed parts. Per-round figures divide by the number of big decoder forwards. Tim
 call; the wall times are the same method's in one run, so read the shares, not the absolute numbers.
 
     python benchmarks/time_breakdown.py                      # long form, Whisper batch 16 clips, speller batch 1/16
-    python benchmarks/time_breakdown.py --cases long-form --dtype int8
+    python benchmarks/time_breakdown.py --cases long-form --long-form other.wav
 """
 
 from __future__ import annotations
@@ -27,7 +27,6 @@ from seq2spec import Seq2SeqSpeculator
 from seq2spec.decoding import runner as runner_module
 from seq2spec.decoding import sequences
 from seq2spec.default_models import load_speller, load_whisper_base_pair
-from seq2spec.int8 import quantize_int8
 from seq2spec.whisper.audio import load_audio
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -122,8 +121,6 @@ def measure(function: Callable[[], object], big: torch.nn.Module, device: torch.
 
 def whisper_cases(args, device: torch.device) -> Iterator[tuple[str, str, Callable, torch.nn.Module]]:
     big, draft, processor = load_whisper_base_pair(device=device, dtype=args.torch_dtype)
-    if args.dtype == "int8":
-        quantize_int8(big)
     speculator = Seq2SeqSpeculator(big, draft, processor)
     dtype = big.dtype
     if "long-form" in args.cases:
@@ -155,8 +152,6 @@ def speller_cases(args, device: torch.device) -> Iterator[tuple[str, str, Callab
     if not any(case.startswith("speller") for case in args.cases):
         return
     big, small, tokenizer = load_speller(device=device, dtype=args.torch_dtype)
-    if args.dtype == "int8":
-        quantize_int8(big)
     speculator = Seq2SeqSpeculator(big, small, tokenizer)
     lines = (ROOT / "recipes" / "data" / "spelling_heldout.tsv").read_text(encoding="utf-8").splitlines()
     texts = [line.split("\t")[0] for line in lines[1:] if line.strip()]
@@ -196,12 +191,12 @@ def main() -> None:
     parser.add_argument("--long-form", type=Path, default=SAMPLES / "long_form.wav", help="the long-form audio file")
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--device", default="cpu")
-    parser.add_argument("--dtype", default="float32", choices=["float32", "float16", "bfloat16", "int8"])
+    parser.add_argument("--dtype", default="float32", choices=["float32", "float16", "bfloat16"])
     parser.add_argument("--out", type=Path, default=Path(__file__).parent / "results")
     parser.add_argument("--name", default="time_breakdown_cpu")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
-    args.torch_dtype = torch.float32 if args.dtype == "int8" else getattr(torch, args.dtype)
+    args.torch_dtype = getattr(torch, args.dtype)
     device = torch.device(args.device)
     results = []
     for cases in (whisper_cases, speller_cases):

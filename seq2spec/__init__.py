@@ -2,8 +2,8 @@
 
 The public face: ``Seq2SeqSpeculator`` (decode with a big model and a draft), ``SpeculationOptions`` (how candidates
 are proposed), ``SpeculationStats`` (what a call did), and the ``Proposer`` protocol with its ``Proposal`` and
-``DecodingBatch`` values, for proposers of your own; ``quantize_int8`` converts a model for the CPU's int8 mode.
-Names that pull in torch load on first use, so the command line starts quickly.
+``DecodingBatch`` values, for proposers of your own. Names that pull in torch load on first use, so the command line
+starts quickly.
 """
 
 from __future__ import annotations
@@ -14,18 +14,9 @@ from seq2spec.options import SpeculationOptions, SpeculationStats
 
 if TYPE_CHECKING:
     from seq2spec.decoding.proposal import DecodingBatch, Proposal, Proposer
-    from seq2spec.int8 import quantize_int8
     from seq2spec.speculator import Seq2SeqSpeculator
 
-__all__ = [
-    "DecodingBatch",
-    "Proposal",
-    "Proposer",
-    "Seq2SeqSpeculator",
-    "SpeculationOptions",
-    "SpeculationStats",
-    "quantize_int8",
-]
+__all__ = ["DecodingBatch", "Proposal", "Proposer", "Seq2SeqSpeculator", "SpeculationOptions", "SpeculationStats"]
 __version__ = "0.1.0"
 
 _LAZY = {
@@ -33,7 +24,6 @@ _LAZY = {
     "Proposal": "seq2spec.decoding.proposal",
     "Proposer": "seq2spec.decoding.proposal",
     "DecodingBatch": "seq2spec.decoding.proposal",
-    "quantize_int8": "seq2spec.int8",
 }
 
 

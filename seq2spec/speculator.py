@@ -56,16 +56,6 @@ class _Shipped:
 SHIPPED = _Shipped()
 
 
-def _is_int8_request(dtype: object) -> bool:
-    if isinstance(dtype, str):
-        if dtype != "int8":
-            raise ValueError(f"dtype must be a torch.dtype or 'int8', got {dtype!r}")
-        return True
-    if dtype is not None and not isinstance(dtype, torch.dtype):
-        raise TypeError(f"dtype must be a torch.dtype or 'int8', got {type(dtype).__name__}")
-    return False
-
-
 def _is_proposer(value: object) -> bool:
     return not isinstance(value, (str, torch.nn.Module)) and isinstance(value, Proposer)
 
@@ -104,9 +94,6 @@ class Seq2SeqSpeculator:
     ``options`` (``SpeculationOptions``) say how candidates are proposed; keyword arguments such as
     ``num_draft_tokens=8`` change single fields. A draft that carries tuned options (the shipped ones do) supplies
     the defaults. ``device`` and ``dtype`` apply to models loaded by name; a draft loaded by name follows the big one.
-    ``dtype="int8"`` (CPU only) converts the big model's linear layers to int8 (``seq2spec.int8``); the output is then
-    identical to the int8 model's own ``generate``. To use int8 with a model object, convert it with
-    ``seq2spec.quantize_int8(model)`` (after building a draft that shares its modules) and pass it.
     """
 
     def __init__(
@@ -118,17 +105,9 @@ class Seq2SeqSpeculator:
         draft: ModelLike | Proposer | None | _Shipped = SHIPPED,
         options: SpeculationOptions | None = None,
         device: str | torch.device | None = None,
-        dtype: torch.dtype | str | None = None,
+        dtype: torch.dtype | None = None,
         **option_changes: Any,
     ) -> None:
-        int8 = _is_int8_request(dtype)
-        if int8:
-            if big is not None and not isinstance(big, str):
-                raise ValueError(
-                    "dtype='int8' applies to models loaded by name; convert a model object with "
-                    "seq2spec.quantize_int8(model) before passing it"
-                )
-            dtype = torch.float32  # loaded in float32, converted once the pair is checked
         if draft is not SHIPPED:
             if small is not SHIPPED:
                 raise TypeError("pass the draft as small= or as draft=, not both")
@@ -164,10 +143,6 @@ class Seq2SeqSpeculator:
             check_compatible(self.big, self.small)
             # a decoder-only assistant has no encoder: it reads the big model's encoder output
             self.shares_encoder = self.small_family.decoder_only or encoders_match(self.big, self.small)
-        if int8:
-            from seq2spec.int8 import quantize_int8
-
-            quantize_int8(self.big)
         base = options if options is not None else SpeculationOptions(**recommended_options(self.small))
         self.options = base.updated(**option_changes)
         if self.options.input_copy and self.small is None and not copy_only:

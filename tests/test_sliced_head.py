@@ -8,6 +8,7 @@ import torch
 from toy_helpers import build_toy_whisper, toy_features
 
 from seq2spec import Seq2SeqSpeculator
+from seq2spec.decoding import head as head_module
 from seq2spec.decoding.head import SLICE, BigModelHead, SlicedHead
 
 
@@ -30,6 +31,12 @@ def test_sliced_head_is_used_only_for_shapes_found_equal():
         other = torch.randn(3, 2, 64)
         assert torch.equal(wrong(other), head(other)) and wrong.equal == {(3, 2, 64): False}
         assert torch.equal(wrong(other), head(other))
+
+
+@pytest.fixture(autouse=True)
+def small_heads_are_sliced_too(monkeypatch):
+    """The toy models' heads are far below the size where slicing pays; the tests slice them anyway."""
+    monkeypatch.setattr(head_module, "MIN_HEAD_BYTES", 0)
 
 
 def test_the_model_gets_its_own_head_back_even_after_an_error():
@@ -56,3 +63,7 @@ def test_speculator_output_is_unchanged_and_the_head_restored():
     assert big.get_output_embeddings() is own
     checked = speculator._big_head._sliced.equal
     assert checked and all(shape[1] > 1 or shape[0] > 1 for shape in checked)
+    head_module.MIN_HEAD_BYTES = 2**40
+    unsliced = Seq2SeqSpeculator(big, draft_from_big_layers(big, [0]))
+    assert torch.equal(unsliced.generate(input_features=features, max_new_tokens=30, language="fr"), expected)
+    assert unsliced._big_head._sliced is None

@@ -9,7 +9,6 @@ from typing import Any
 from seq2spec.options import SpeculationOptions
 
 DTYPE_NAMES = ("float32", "float16", "bfloat16")
-RUN_DTYPE_NAMES = (*DTYPE_NAMES, "int8")  # int8: the big model's linear layers in int8, CPU only
 
 
 def flag_name(field_name: str) -> str:
@@ -47,22 +46,13 @@ def speculation_changes(args: argparse.Namespace) -> dict[str, Any]:
     return {name: getattr(args, name) for name in SpeculationOptions.field_names() if getattr(args, name) is not None}
 
 
-def add_runtime_flags(parser: argparse.ArgumentParser, *, dtypes: tuple[str, ...] = RUN_DTYPE_NAMES) -> None:
+def add_runtime_flags(parser: argparse.ArgumentParser, *, dtypes: tuple[str, ...] = DTYPE_NAMES) -> None:
     parser.add_argument("--device", default="cpu", help="where the models run: cpu, cuda, cuda:1, ... (default cpu)")
-    parser.add_argument(
-        "--dtype",
-        choices=dtypes,
-        default="float32",
-        help="the models' precision (default float32); int8 (CPU only): the big model's linear layers in int8, "
-        "output identical to that int8 model's greedy decoding",
-    )
+    parser.add_argument("--dtype", choices=dtypes, default="float32", help="the models' precision (default float32)")
     parser.add_argument("--threads", type=positive_int, help="CPU threads for torch (default: torch's own choice)")
 
 
 def torch_dtype(name: str):
-    """The torch dtype named ``name``; "int8" stays a string (``Seq2SeqSpeculator``'s int8 mode)."""
-    if name == "int8":
-        return name
     import torch
 
     return getattr(torch, name)

@@ -124,14 +124,9 @@ def load_speculator(args: argparse.Namespace):
     from seq2spec.default_models import load_whisper_base
     from seq2spec.whisper.draft import WHISPER_BASE_DRAFT_DIR, load_whisper_draft
 
-    int8 = dtype == "int8"
-    big, processor = load_whisper_base(device=args.device, dtype=None if int8 else dtype)
+    big, processor = load_whisper_base(device=args.device, dtype=dtype)
     if args.assistant is None and WHISPER_BASE_DRAFT_DIR.is_dir():
         assistant = load_whisper_draft(big)  # the shipped distilled draft, with its tuned options
-    if int8:  # after the draft, which shares the base's embeddings and output head
-        from seq2spec.int8 import quantize_int8
-
-        quantize_int8(big)
     return Seq2SeqSpeculator(big, assistant, processor, **speculation_changes(args))
 
 

@@ -21,6 +21,7 @@ from torch import nn
 from transformers import PreTrainedModel
 
 SLICE = 1024  # vocabulary entries per slice
+MIN_HEAD_BYTES = 16 * 2**20  # smaller heads stay in cache whole: slicing them gains nothing
 
 
 def weight_state(parameter: torch.Tensor) -> tuple:
@@ -65,7 +66,8 @@ class BigModelHead:
     @contextmanager
     def installed(self, model: PreTrainedModel) -> Iterator[None]:
         head = model.get_output_embeddings()
-        if type(head) is not nn.Linear or head.weight.device.type != "cpu" or head.weight.shape[0] <= SLICE:
+        weight = head.weight if type(head) is nn.Linear else None
+        if weight is None or weight.device.type != "cpu" or weight.numel() * weight.element_size() < MIN_HEAD_BYTES:
             yield
             return
         key = (id(head), weight_state(head.weight))

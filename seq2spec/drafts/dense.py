@@ -9,12 +9,29 @@ precision, decides every output token, so quantising the draft changes speed and
 
 from __future__ import annotations
 
+import warnings
+
 import torch
 import torch.nn.functional as F
 
-from seq2spec.int8 import int8_available, int8_pack
 
-__all__ = ["Dense", "int8_available"]
+def int8_available(device: torch.device | str = "cpu") -> bool:
+    """Whether int8 quantised linear layers run on ``device`` (PyTorch's x86 or fbgemm engine: CPUs only)."""
+    if torch.device(device).type != "cpu":
+        return False
+    engines = torch.backends.quantized.supported_engines
+    return "x86" in engines or "fbgemm" in engines
+
+
+def int8_pack(weight: torch.Tensor, bias: torch.Tensor | None = None) -> object:
+    """PyTorch's packed int8 weight (symmetric, one scale per output row) for ``torch.ops.quantized.linear_dynamic``."""
+    weight = weight.detach().float().cpu()
+    scales = (weight.abs().amax(dim=1).clamp(min=1e-8) / 127).double()
+    zero_points = torch.zeros(weight.shape[0], dtype=torch.long)
+    with warnings.catch_warnings():  # PyTorch marks its quantised-tensor constructors as deprecated
+        warnings.simplefilter("ignore")
+        quantized = torch.quantize_per_channel(weight, scales, zero_points, 0, torch.qint8)
+        return torch.ops.quantized.linear_prepack(quantized, None if bias is None else bias.detach().float().cpu())
 
 
 class Dense:

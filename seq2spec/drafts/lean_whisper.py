@@ -85,7 +85,7 @@ class LeanWhisperDraft:
             qkv=self._dense(*_stacked_projection(own, with_query=True)),
             self_out=self._dense(own.out_proj.weight, own.out_proj.bias),
             cross_norm=(layer.encoder_attn_layer_norm.weight, layer.encoder_attn_layer_norm.bias),
-            cross_q=self._dense(own_query(cross)[0], own_query(cross)[1]),
+            cross_q=self._dense(*_scaled_query(cross)),
             cross_kv=self._dense(*_stacked_projection(cross, with_query=False)),
             cross_out=self._dense(cross.out_proj.weight, cross.out_proj.bias),
             ff_norm=(layer.final_layer_norm.weight, layer.final_layer_norm.bias),
@@ -103,15 +103,17 @@ class LeanWhisperDraft:
             int8 = int8_available(model.device)
         tolerance = PROBE_TOLERANCE.get(model.dtype, PROBE_TOLERANCE[torch.float32])
         try:
-            difference = cls(model).probe_difference(model)
-            lean = cls(model, int8=int8) if int8 else None
+            lean = cls(model)
+            difference = lean.probe_difference(model)
+            if int8:
+                lean = cls(model, int8=True)
         except Exception as error:  # noqa: BLE001 - any mismatch of structure means: keep transformers' forward
             logger.info("lean Whisper draft step unavailable: %s", error)
             return None
         if difference > tolerance:
             logger.info("lean Whisper draft step disagrees with transformers by %.2e; not used", difference)
             return None
-        return lean if lean is not None else cls(model)
+        return lean
 
     @torch.no_grad()
     def probe_difference(self, model: PreTrainedModel) -> float:
@@ -202,7 +204,7 @@ class LeanWhisperDraft:
         return dense(hidden).to(dtype)
 
 
-def own_query(attention) -> tuple[torch.Tensor, torch.Tensor | None]:
+def _scaled_query(attention) -> tuple[torch.Tensor, torch.Tensor | None]:
     """The attention's query projection with transformers' query scale folded in."""
     weight = attention.q_proj.weight * attention.scaling
     bias = None if attention.q_proj.bias is None else attention.q_proj.bias * attention.scaling
@@ -212,7 +214,7 @@ def own_query(attention) -> tuple[torch.Tensor, torch.Tensor | None]:
 def _stacked_projection(attention, *, with_query: bool) -> tuple[torch.Tensor, torch.Tensor]:
     """Key and value projections (after the scaled query when ``with_query``) as one weight and bias; Whisper's key
     projection has no bias, so its part of the bias is zero."""
-    parts = [own_query(attention)] if with_query else []
+    parts = [_scaled_query(attention)] if with_query else []
     parts += [(attention.k_proj.weight, attention.k_proj.bias), (attention.v_proj.weight, attention.v_proj.bias)]
     weight = torch.cat([w for w, _ in parts])
     zeros = [torch.zeros(w.shape[0], dtype=w.dtype, device=w.device) for w, _ in parts]

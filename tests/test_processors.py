@@ -73,3 +73,33 @@ def test_speculator_applies_suppress_tokens_as_generate_does(toy_models):
     assert not torch.equal(expected, plain)
     speculator = Seq2SeqSpeculator(big, models["perturbed"])
     assert_same(speculator.generate(input_ids, mask, **arguments), expected)
+
+
+@pytest.mark.parametrize("detect", [True, False])
+@pytest.mark.parametrize("max_initial", [None, 3])
+def test_whisper_timestamp_rules_match_transformers(detect, max_initial):
+    from types import SimpleNamespace
+
+    from transformers.generation.logits_process import WhisperTimeStampLogitsProcessor
+
+    from seq2spec.decoding.processors import WhisperTimestampRules
+
+    text, begin, vocabulary = 40, 43, 60  # eos 40, no-timestamps 42, timestamps 43..59
+    config = SimpleNamespace(
+        no_timestamps_token_id=begin - 1, eos_token_id=text, bos_token_id=41, max_initial_timestamp_index=max_initial
+    )
+    generator = torch.Generator().manual_seed(0)
+    for begin_index in (1, 3):
+        original = WhisperTimeStampLogitsProcessor(config, begin_index, _detect_timestamp_from_logprob=detect)
+        original.max_initial_timestamp_index = max_initial
+        ours = WhisperTimestampRules(original)
+        for length in range(begin_index, begin_index + 7):
+            # rows mixing text and timestamps, with pairs, single timestamps and none at all
+            tokens = torch.randint(0, text, (12, length), generator=generator)
+            stamps = torch.randint(begin, vocabulary, (12, length), generator=generator)
+            use_stamp = torch.rand(12, length, generator=generator) < 0.4
+            input_ids = torch.where(use_stamp, stamps, tokens)
+            scores = torch.randn(12, vocabulary, generator=generator) * 3
+            expected = original(input_ids, scores)
+            actual = ours(input_ids, scores)
+            assert torch.equal(actual, expected), (begin_index, length)

@@ -72,8 +72,11 @@ class PrefixProcessor:
         return prefixes, lengths
 
     def _apply(self, prefixes: torch.Tensor, lengths: torch.Tensor, scores: torch.Tensor) -> torch.Tensor:
+        groups = lengths.unique().tolist()
+        if len(groups) == 1:  # every row has the same prefix length (always so for one row): one call, no regrouping
+            return self.processors(prefixes[:, : groups[0]], scores.clone())
         scores = scores.clone()
-        for length in lengths.unique().tolist():
+        for length in groups:
             group = lengths == length
             scores[group] = self.processors(prefixes[group, :length], scores[group])
         return scores

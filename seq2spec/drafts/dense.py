@@ -9,10 +9,16 @@ precision, decides every output token, so quantising the draft changes speed and
 
 from __future__ import annotations
 
+import logging
 import warnings
+from collections.abc import Callable
+from typing import Protocol, TypeVar
 
 import torch
 import torch.nn.functional as F
+from transformers import PreTrainedModel
+
+logger = logging.getLogger(__name__)
 
 
 def int8_available(device: torch.device | str = "cpu") -> bool:
@@ -50,3 +56,29 @@ class Dense:
         if self.packed is None:
             return F.linear(hidden.to(self.weight.dtype), self.weight, self.bias)
         return torch.ops.quantized.linear_dynamic(hidden.float().contiguous(), self.packed, True)
+
+
+class _LeanStep(Protocol):
+    def probe_difference(self, model: PreTrainedModel) -> float: ...
+
+
+Step = TypeVar("Step", bound=_LeanStep)
+
+
+def checked_lean_step(
+    build: Callable[..., Step], model: PreTrainedModel, tolerance: float, *, int8: bool
+) -> Step | None:
+    """``build(model, int8=int8)`` if the float step ``build(model)`` reproduces transformers' logits on its probe
+    within ``tolerance``, else None (the draft then keeps transformers' forward)."""
+    try:
+        lean = build(model)
+        difference = lean.probe_difference(model)
+        if int8:
+            lean = build(model, int8=True)
+    except Exception as error:  # noqa: BLE001 - any mismatch of structure means: keep transformers' forward
+        logger.info("lean draft step unavailable for %s: %s", type(model).__name__, error)
+        return None
+    if difference > tolerance:
+        logger.info("lean draft step disagrees with transformers by %.2e; not used", difference)
+        return None
+    return lean

@@ -16,16 +16,13 @@ the draft keeps using transformers.
 
 from __future__ import annotations
 
-import logging
 from dataclasses import dataclass
 
 import torch
 import torch.nn.functional as F
 from transformers import DynamicCache, EncoderDecoderCache, PreTrainedModel
 
-from seq2spec.drafts.dense import Dense
-
-logger = logging.getLogger(__name__)
+from seq2spec.drafts.dense import Dense, checked_lean_step
 
 LEAN_FAMILIES = frozenset({"t5", "mt5"})
 # Largest probe gap (log-probabilities, relative to their mean size) still taken for rounding. Half-precision kernels
@@ -109,18 +106,7 @@ class LeanT5Decoder:
             return None
         if tolerance is None:
             tolerance = PROBE_TOLERANCE.get(model.dtype, PROBE_TOLERANCE[torch.float32])
-        try:
-            lean = cls(model)
-            difference = lean.probe_difference(model)
-            if int8:
-                lean = cls(model, int8=True)
-        except Exception as error:  # noqa: BLE001 - any mismatch of structure means: keep transformers' forward
-            logger.info("lean draft step unavailable for %s: %s", type(model).__name__, error)
-            return None
-        if difference > tolerance:
-            logger.info("lean draft step disagrees with transformers by %.2e; not used", difference)
-            return None
-        return lean
+        return checked_lean_step(cls, model, tolerance, int8=int8)
 
     @torch.no_grad()
     def probe_difference(self, model: PreTrainedModel) -> float:

@@ -17,7 +17,6 @@ here: a draft's logits choose candidates, the big model decides every output tok
 
 from __future__ import annotations
 
-import logging
 from dataclasses import dataclass
 
 import torch
@@ -26,9 +25,7 @@ from transformers import PreTrainedModel
 
 from seq2spec.decoding.families import family_of
 from seq2spec.decoding.runner import DecoderRunner
-from seq2spec.drafts.dense import Dense, int8_available
-
-logger = logging.getLogger(__name__)
+from seq2spec.drafts.dense import Dense, checked_lean_step, int8_available
 
 # Largest probe gap (log-probabilities, relative to their mean size) of the float step still taken for rounding.
 PROBE_TOLERANCE = {torch.float32: 1e-3, torch.float16: 2e-2, torch.bfloat16: 5e-2}
@@ -102,18 +99,7 @@ class LeanWhisperDraft:
         if int8 is None:
             int8 = int8_available(model.device)
         tolerance = PROBE_TOLERANCE.get(model.dtype, PROBE_TOLERANCE[torch.float32])
-        try:
-            lean = cls(model)
-            difference = lean.probe_difference(model)
-            if int8:
-                lean = cls(model, int8=True)
-        except Exception as error:  # noqa: BLE001 - any mismatch of structure means: keep transformers' forward
-            logger.info("lean Whisper draft step unavailable: %s", error)
-            return None
-        if difference > tolerance:
-            logger.info("lean Whisper draft step disagrees with transformers by %.2e; not used", difference)
-            return None
-        return lean
+        return checked_lean_step(cls, model, tolerance, int8=int8)
 
     @torch.no_grad()
     def probe_difference(self, model: PreTrainedModel) -> float:

@@ -83,7 +83,7 @@ def special_ids(model: PreTrainedModel) -> dict[str, Any]:
 def output_vocabulary_size(model: PreTrainedModel) -> int:
     head = model.get_output_embeddings()
     # a draft head that scores a vocabulary subset still emits logits over the whole vocabulary
-    return int(head.out_features if hasattr(head, "out_features") else head.weight.shape[0])
+    return int(getattr(head, "out_features", head.weight.shape[0]))
 
 
 def check_compatible(big: PreTrainedModel, small: PreTrainedModel) -> None:

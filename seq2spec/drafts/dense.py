@@ -44,8 +44,6 @@ class Dense:
     """``x @ weight.T + bias``, in the weight's precision or (``int8``) with int8 weights and activations."""
 
     def __init__(self, weight: torch.Tensor, bias: torch.Tensor | None = None, *, int8: bool = False) -> None:
-        self.out_features, self.in_features = weight.shape
-        self.int8 = int8
         if int8:
             self.weight, self.bias = None, None
             self.packed = int8_pack(weight, bias)

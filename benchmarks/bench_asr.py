@@ -8,6 +8,9 @@ pass (warm-up, outputs, decoder calls, statistics):
   acceptance or the batch-minimum rollback, adaptive or fixed draft length;
 - ``faster-whisper int8`` / ``float32``: CTranslate2 greedy (beam 1, no VAD, no temperature fallback, no
   conditioning on previous text) on the same base weights, file by file, when ``faster-whisper`` is installed.
+With ``--openai-settings`` every method decodes with openai-whisper's transcription settings instead: temperature
+fallback with its thresholds and conditioning on previous text (Whisper's generate arguments; faster-whisper's
+defaults). A window that falls back is sampled, so outputs may then differ between methods.
 Short clips: recipes/data/asr_samples (12 TTS clips) and the 5 librivox clips of pocketsphinx-testdata when
 installed, repeated to fill the largest batch. Long form: recipes/data/asr_samples/long_form.wav (about 90 s),
 decoded by Whisper's sequential timestamp-driven windowing. seq2spec's tokens are compared with greedy's, tensor
@@ -17,6 +20,7 @@ for tensor; faster-whisper's text with greedy's text.
     python benchmarks/bench_asr.py --batch-sizes 1 8 --repeats 2
     python benchmarks/bench_asr.py --device cuda --dtype float16
     python benchmarks/bench_asr.py --batch-sizes --long-form-file other.wav --name asr_cpu_other   # long form only
+    python benchmarks/bench_asr.py --batch-sizes 8 --openai-settings --name asr_cpu_openai_settings
 """
 
 from __future__ import annotations
@@ -34,7 +38,7 @@ from pathlib import Path
 import torch
 import transformers
 
-from seq2spec import Seq2SeqSpeculator, SpeculationStats
+from seq2spec import Seq2SeqSpeculator, SpeculationStats, WhisperDecoding
 from seq2spec.default_models import cache_dir, load_whisper_base_pair, whisper_base_sources
 from seq2spec.whisper.audio import load_audio
 from seq2spec.whisper.draft import load_whisper_draft, output_token_ids
@@ -72,13 +76,15 @@ def ct2_base_dir() -> Path:
     return target
 
 
-def faster_whisper_methods(threads: int) -> dict[str, Callable]:
+def faster_whisper_methods(threads: int, openai_settings: bool = False) -> dict[str, Callable]:
     try:
         from faster_whisper import WhisperModel
     except ImportError:
         print("faster-whisper is not installed: its rows are skipped (pip install faster-whisper)")
         return {}
     methods = {}
+    # openai-whisper's settings are faster-whisper's defaults; otherwise plain greedy decoding
+    settings = {} if openai_settings else {"temperature": 0.0, "condition_on_previous_text": False}
     for compute_type in ("int8", "float32"):
         model = WhisperModel(str(ct2_base_dir()), device="cpu", compute_type=compute_type, cpu_threads=threads)
 
@@ -89,10 +95,9 @@ def faster_whisper_methods(threads: int) -> dict[str, Callable]:
                     clip,
                     beam_size=1,
                     best_of=1,
-                    temperature=0.0,
                     vad_filter=False,
-                    condition_on_previous_text=False,
                     without_timestamps=len(clip) <= 30 * 16000,
+                    **settings,
                     **LANGUAGE,
                 )
                 texts.append("".join(s.text for s in segments).strip())
@@ -112,8 +117,12 @@ def bench(args, failures: dict[str, str]) -> list[Row]:
     counter = DecoderCallCounter(big)
     tokenizer = processor.tokenizer
     clips = short_clips()
-    peers = faster_whisper_methods(args.threads) if args.device == "cpu" and not args.no_peers else {}
+    peers = (
+        faster_whisper_methods(args.threads, args.openai_settings) if args.device == "cpu" and not args.no_peers else {}
+    )
     cases = [(bs, False) for bs in args.batch_sizes] + ([(1, True)] if args.long_form else [])
+    decoding = WhisperDecoding(temperature_fallback=True, condition_on_previous_text=True)
+    openai_settings = decoding.generate_arguments(processor) if args.openai_settings else {}
     rows: list[Row] = []
     for batch_size, long_form in cases:
         if long_form:
@@ -133,12 +142,14 @@ def bench(args, failures: dict[str, str]) -> list[Row]:
             inputs = features["input_features"].to(device, DTYPES[args.dtype])
             batches.append((inputs, None if mask is None else mask.to(device), chunk))
         extra = {"return_timestamps": True} if long_form else {}
+        extra.update(openai_settings)
+        sampling = {"seed": 0} if "temperature" in openai_settings else {}
 
         def greedy(features, mask, extra=extra):
             return big.generate(features, attention_mask=mask, **LANGUAGE, **extra), None
 
         methods: dict[str, Callable] = {"greedy": greedy}
-        if batch_size == 1 and not long_form:
+        if batch_size == 1 and not long_form and not openai_settings:
 
             def assisted(features, mask):
                 return big.generate(features, attention_mask=mask, assistant_model=draft, **LANGUAGE), None
@@ -157,8 +168,8 @@ def bench(args, failures: dict[str, str]) -> list[Row]:
             )
         for name, speculator in variants.items():
 
-            def run(features, mask, s=speculator, extra=extra):
-                output = s.generate(input_features=features, attention_mask=mask, **LANGUAGE, **extra)
+            def run(features, mask, s=speculator, extra=extra, sampling=sampling):
+                output = s.generate(input_features=features, attention_mask=mask, **LANGUAGE, **extra, **sampling)
                 return output, s.last_stats
 
             methods[name] = run
@@ -263,6 +274,13 @@ def main() -> None:
     parser.add_argument("--min-clips", type=int, default=8, help="clips at batch size 1")
     parser.add_argument("--no-long-form", dest="long_form", action="store_false", help="skip the long-form file")
     parser.add_argument("--no-peers", action="store_true", help="skip faster-whisper")
+    parser.add_argument(
+        "--openai-settings",
+        action="store_true",
+        help="decode with openai-whisper's transcription settings, greedy and seq2spec alike: temperature fallback "
+        "(0.0-1.0 by 0.2; compression ratio 2.4, log-prob -1.0, no-speech 0.6) and conditioning on previous text "
+        "(faster-whisper with the same settings)",
+    )
     parser.add_argument(
         "--min-draft-confidence", type=float, help="seq2spec's min_draft_confidence (default: the draft's tuned value)"
     )

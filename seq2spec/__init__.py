@@ -1,7 +1,8 @@
 """seq2spec: batched speculative decoding for encoder-decoder models, identical to greedy search.
 
 The public face: ``Seq2SeqSpeculator`` (decode with a big model and a draft), ``SpeculationOptions`` (how candidates
-are proposed), ``SpeculationStats`` (what a call did), and the ``Proposer`` protocol with its ``Proposal`` and
+are proposed), ``SpeculationStats`` (what a call did), ``WhisperDecoding`` (temperature fallback, previous-text
+conditioning and a prompt for Whisper's ``transcribe``), and the ``Proposer`` protocol with its ``Proposal`` and
 ``DecodingBatch`` values, for proposers of your own. Names that pull in torch load on first use, so the command line
 starts quickly.
 """
@@ -15,8 +16,17 @@ from seq2spec.options import SpeculationOptions, SpeculationStats
 if TYPE_CHECKING:
     from seq2spec.decoding.proposal import DecodingBatch, Proposal, Proposer
     from seq2spec.speculator import Seq2SeqSpeculator
+    from seq2spec.whisper.transcription import WhisperDecoding
 
-__all__ = ["DecodingBatch", "Proposal", "Proposer", "Seq2SeqSpeculator", "SpeculationOptions", "SpeculationStats"]
+__all__ = [
+    "DecodingBatch",
+    "Proposal",
+    "Proposer",
+    "Seq2SeqSpeculator",
+    "SpeculationOptions",
+    "SpeculationStats",
+    "WhisperDecoding",
+]
 __version__ = "0.1.0"
 
 _LAZY = {
@@ -24,6 +34,7 @@ _LAZY = {
     "Proposal": "seq2spec.decoding.proposal",
     "Proposer": "seq2spec.decoding.proposal",
     "DecodingBatch": "seq2spec.decoding.proposal",
+    "WhisperDecoding": "seq2spec.whisper.transcription",
 }
 
 

@@ -51,6 +51,11 @@ class SpeculationOptions:
         "on a CPU, run the lean draft step's linear layers in int8 (the draft only proposes; the big model decides "
         "every token in its own precision)",
     )
+    draft_reads_prompt: bool = _option(
+        False,
+        "Whisper: the draft also reads the previous text and initial prompt before the start-of-transcript token "
+        "(for drafts trained with them; a draft distilled without them, as the shipped one, proposes better without)",
+    )
     input_copy: bool = _option(
         False,
         "with a draft model: propose each row's own source where it aligns and the draft model elsewhere "
@@ -71,7 +76,7 @@ class SpeculationOptions:
                 "expected min_draft_tokens <= num_draft_tokens <= max_draft_tokens, got "
                 f"{self.min_draft_tokens}, {self.num_draft_tokens}, {self.max_draft_tokens}"
             )
-        for name in ("adaptive", "lean_draft", "int8_draft", "input_copy"):
+        for name in ("adaptive", "lean_draft", "int8_draft", "draft_reads_prompt", "input_copy"):
             if not isinstance(getattr(self, name), bool):
                 raise ValueError(f"{name} must be True or False, got {getattr(self, name)!r}")
         if self.acceptance not in ACCEPTANCE_MODES:

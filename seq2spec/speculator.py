@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 import warnings
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 from transformers import GenerationConfig, PreTrainedModel, PreTrainedTokenizerBase
@@ -24,6 +24,9 @@ from seq2spec.pairing import (
     load_model,
     locate_pretrained,
 )
+
+if TYPE_CHECKING:
+    from seq2spec.whisper.transcription import WhisperDecoding
 
 INPUT_COPY = "input-copy"
 # generate() arguments that would select another decoding method or feed one the loop does not have
@@ -241,15 +244,16 @@ class Seq2SeqSpeculator:
         ``generator`` (on the big model's device) for reproducible runs.
 
         Whisper: pass ``input_features`` and Whisper's own arguments (``language``, ``task``, ``return_timestamps``,
-        long-form ``attention_mask``, ...); the result is what ``big.generate`` returns for them (greedy).
+        long-form ``attention_mask``, ``prompt_ids``, ``condition_on_prev_tokens``, temperature fallback with
+        ``temperature=(0.0, 0.2, ...)`` and its thresholds, ``return_dict_in_generate``/``output_scores``, ...); the
+        result is what ``big.generate`` returns for them. Greedy passes are token for token ``big.generate``'s; a
+        fallback pass at a temperature above 0 samples from the big model's distribution (``seed``/``generator``).
         """
         _check_max_new_tokens(max_new_tokens)
         if self.big_family.model_type == "whisper":
-            from seq2spec.whisper.generate import generate_whisper
+            from seq2spec.whisper.generate import generate_whisper, samples
 
-            if generator is not None or seed is not None:
-                raise ValueError("generator= and seed= only apply with do_sample=True")
-            search = self._search(None)
+            search = self._search(self._sampling_generator(samples(generation_kwargs), generator, seed))
             output = generate_whisper(
                 self.big,
                 input_features if input_features is not None else input_ids,
@@ -282,7 +286,9 @@ class Seq2SeqSpeculator:
     ) -> torch.Generator | None:
         if not do_sample:
             if generator is not None or seed is not None:
-                raise ValueError("generator= and seed= only apply with do_sample=True")
+                raise ValueError(
+                    "generator= and seed= only apply when sampling (do_sample=True, or a Whisper temperature above 0)"
+                )
             return None
         if generator is not None and seed is not None:
             raise ValueError("pass seed= or generator=, not both")
@@ -386,6 +392,7 @@ class Seq2SeqSpeculator:
         batch_size: int = 16,
         max_new_tokens: int | None = None,
         progress: bool | Callable[[float], None] = False,
+        decoding: WhisperDecoding | None = None,
     ) -> Any:
         """Transcribe audio with the big Whisper model's greedy output (exactly ``big.generate``'s tokens).
 
@@ -395,6 +402,8 @@ class Seq2SeqSpeculator:
         sequential windows, timestamps on). Returns a string per clip, or with ``return_timestamps`` a dict
         ``{"text", "segments": [{"start", "end", "text"}]}``; a single input gives a single result. ``progress``:
         True shows a bar over seconds of audio; a callable is called with the seconds newly decoded.
+        ``decoding`` (``WhisperDecoding``) turns on openai-whisper's temperature fallback, conditioning on previous
+        text, or an initial prompt; its passes at temperature 0 remain ``big.generate``'s tokens.
         """
         from seq2spec.whisper.transcription import prepare_clips, transcribe_clips
 
@@ -405,8 +414,10 @@ class Seq2SeqSpeculator:
         clips, single = prepare_clips(audio, sampling_rate)
         total = SpeculationStats()
 
+        seed = decoding.seed if decoding is not None and decoding.temperature_fallback else None
+
         def generate(input_features, attention_mask, **kwargs):
-            output = self.generate(input_features=input_features, attention_mask=attention_mask, **kwargs)
+            output = self.generate(input_features=input_features, attention_mask=attention_mask, seed=seed, **kwargs)
             total.merge(self.last_stats)
             return output
 
@@ -421,6 +432,7 @@ class Seq2SeqSpeculator:
             batch_size=batch_size,
             max_new_tokens=max_new_tokens,
             progress=progress,
+            decoding=decoding,
         )
         self.last_stats = total
         return results[0] if single else results

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import numpy as np
 import pytest
 import torch
 
@@ -72,3 +73,42 @@ def test_pair_decodes_base_greedy_exactly(pair):
     assert stats.acceptance_rate > 0.5  # a trained draft, not a random one
     texts = processor.batch_decode(actual, skip_special_tokens=True)
     assert len({t.strip() for t in texts}) == len(texts) and all(t.strip() for t in texts)
+
+
+def test_pair_with_fallback_and_previous_text_equals_generate(pair):
+    """openai-whisper's settings (temperature fallback with its thresholds, conditioning on previous text) on two
+    long recordings of different lengths: base's own generate and the pair agree token for token, and on the
+    scores of each recording's first window."""
+    from seq2spec.whisper.transcription import WhisperDecoding
+
+    big, draft, processor = pair
+    clips = [load_audio(p) for p in sorted(SAMPLES.glob("clip*.wav"))]
+    recordings = [np.concatenate(clips), np.concatenate(clips[::-1] + clips[:3])]
+    assert all(len(r) > 30 * 16000 for r in recordings) and len(recordings[0]) != len(recordings[1])
+    features = processor.feature_extractor(
+        recordings,
+        sampling_rate=16000,
+        return_tensors="pt",
+        truncation=False,
+        padding="longest",
+        return_attention_mask=True,
+    )
+    decoding = WhisperDecoding(temperature_fallback=True, condition_on_previous_text=True, seed=0)
+    kwargs = {"language": "en", "task": "transcribe", "return_timestamps": True, "return_segments": True}
+    kwargs.update(attention_mask=features.attention_mask, **decoding.generate_arguments(processor))
+    expected = big.generate(features.input_features, **kwargs)
+    speculator = Seq2SeqSpeculator(big, draft, processor)
+    actual = speculator.generate(input_features=features.input_features, seed=0, **kwargs)
+    assert torch.equal(actual["sequences"], expected["sequences"])
+    assert speculator.last_stats.acceptance_rate > 0.5
+    for mine, theirs in zip(actual["segments"], expected["segments"], strict=True):
+        assert len(mine) == len(theirs) >= 2
+        first, reference = mine[0]["result"], theirs[0]["result"]
+        generated = reference["sequences"][-len(reference["scores"]) :].tolist()
+        end = generated.index(big.generation_config.eos_token_id) + 1  # this row's steps, up to its end
+        torch.testing.assert_close(
+            torch.stack(first["scores"])[:end].clamp(min=-1e4),
+            torch.stack(reference["scores"])[:end].clamp(min=-1e4),
+            rtol=1e-4,
+            atol=1e-3,
+        )

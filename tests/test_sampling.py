@@ -165,7 +165,7 @@ def test_sampling_arguments_are_checked(toy_models):
     big = toy_models["t5"]["big"]
     input_ids, attention_mask = random_sources(2, seed=3)
     speculator = Seq2SeqSpeculator(big, toy_models["t5"]["perturbed"])
-    with pytest.raises(ValueError, match="only apply with do_sample=True"):
+    with pytest.raises(ValueError, match="only apply when sampling"):
         speculator.generate(input_ids, attention_mask, seed=1)
     with pytest.raises(ValueError, match="not both"):
         speculator.generate(input_ids, attention_mask, do_sample=True, seed=1, generator=torch.Generator())

@@ -165,3 +165,34 @@ def test_killed_mid_run_then_resumed(toy_whisper_dirs, tmp_path):
     assert main(args) == 0
     records = [json.loads(line) for line in out.read_text().splitlines()]
     assert sorted(r["file"] for r in records) == sorted(str(p) for p in folder.glob("*.wav"))
+
+
+def test_fallback_previous_text_and_prompt_flags(toy_whisper_dirs, audio_folder, tmp_path, capsys):
+    """The decoding flags reach Whisper's generate: the command's text is the library call's with the same
+    WhisperDecoding (fallback passes sample with the command's seed), and the prompt changes what is decoded."""
+    from seq2spec import WhisperDecoding
+
+    big_dir, draft_dir = toy_whisper_dirs
+    names = ("a_8k_mono.wav", "d_16k_mono.ogg")
+    paths = [next(audio_folder.rglob(name)) for name in names]
+    out = tmp_path / "results.jsonl"
+    flags = ["--temperature-fallback", "--condition-on-previous-text", "--initial-prompt", "tea and cake"]
+    args = ["transcribe", *map(str, paths), "--out", str(out), "--model", str(big_dir), "--language", "en"]
+    assert main([*args, "--assistant", str(draft_dir), *flags, "--seed", "3"]) == 0
+    records = read_records(out)
+
+    speculator = Seq2SeqSpeculator(str(big_dir), str(draft_dir))
+    clips = [load_audio(path) for path in paths]
+    decoding = WhisperDecoding(True, True, "tea and cake", seed=3)
+    expected = speculator.transcribe(clips, sampling_rate=16000, language="en", decoding=decoding)
+    assert [records[name]["text"] for name in names] == expected
+    plain = speculator.transcribe(clips, sampling_rate=16000, language="en")
+    assert expected != plain
+
+    capsys.readouterr()
+    assert main([*args[:3], "--out", str(tmp_path / "other.jsonl"), *args[5:], "--initial-prompt", " "]) == 2
+    assert "initial_prompt must be non-empty" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main(["transcribe", "--help"])
+    help_text = capsys.readouterr().out
+    assert "greedy decoding" in help_text and "--temperature-fallback" in help_text

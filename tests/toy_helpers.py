@@ -49,8 +49,11 @@ WHISPER_TOY_SPECIALS = (
 WHISPER_TOY_TEXT_TOKENS = 256  # byte-level text tokens; the specials follow, then 1501 timestamp tokens
 
 
-def build_toy_whisper(seed: int = 0, *, decoder_layers: int = 2, max_target_positions: int = 64):
-    """A small random Whisper (80 mel bins, 30 s windows) whose greedy output depends on the audio and ends with
+def build_toy_whisper(
+    seed: int = 0, *, decoder_layers: int = 2, max_target_positions: int = 64, max_source_positions: int = 1500
+):
+    """A small random Whisper (80 mel bins, 30 s windows of 3000 frames; ``max_source_positions=100``: 200-frame
+    windows, for tests that run the encoder thousands of times) whose greedy output depends on the audio and ends with
     EOS at different steps: weights rescaled, timestamp-token embeddings shrunk, the EOS embedding enlarged."""
     from transformers import GenerationConfig, WhisperConfig, WhisperForConditionalGeneration
 
@@ -68,6 +71,7 @@ def build_toy_whisper(seed: int = 0, *, decoder_layers: int = 2, max_target_posi
         encoder_ffn_dim=128,
         decoder_ffn_dim=128,
         max_target_positions=max_target_positions,
+        max_source_positions=max_source_positions,
         pad_token_id=eos,
         bos_token_id=eos,
         eos_token_id=eos,

@@ -25,7 +25,19 @@ from seq2spec.options import SpeculationOptions
 
 RAY_HINT = 'Ray is not installed: pip install "seq2spec[ray]"'
 # what every actor needs to build its speculator the way the local command would
-TRANSCRIBE_KEYS = ("model", "assistant", "language", "task", "timestamps", "device", "dtype")
+TRANSCRIBE_KEYS = (
+    "model",
+    "assistant",
+    "language",
+    "task",
+    "timestamps",
+    "device",
+    "dtype",
+    "temperature_fallback",
+    "condition_on_previous_text",
+    "initial_prompt",
+    "seed",
+)
 CORRECT_KEYS = ("model", "draft", "device", "dtype", "batch_size", "max_new_tokens", "prefix", "truncate")
 
 
@@ -115,21 +127,19 @@ class TranscribeActor:
         self.speculator = load_speculator(self.args)
 
     def __call__(self, batch: dict):
-        from seq2spec.commands.transcribe import transcribe_records
+        from seq2spec.commands.transcribe import decoding_of, transcribe_records
 
         paths = [Path(name) for name in batch["file"]]
         args = self.args
+        settings = {"language": args.language, "task": args.task, "timestamps": args.timestamps}
+        settings["decoding"] = decoding_of(args)
         try:
-            records = transcribe_records(
-                self.speculator, paths, language=args.language, task=args.task, timestamps=args.timestamps
-            )
+            records = transcribe_records(self.speculator, paths, **settings)
         except Exception:  # noqa: BLE001 - one bad batch must not stop the job: retry file by file
             records = []
             for path in paths:
                 try:
-                    records += transcribe_records(
-                        self.speculator, [path], language=args.language, task=args.task, timestamps=args.timestamps
-                    )
+                    records += transcribe_records(self.speculator, [path], **settings)
                 except Exception as single:  # noqa: BLE001
                     records.append({"file": str(path), "error": f"{type(single).__name__}: {single}"})
         return _columns(records, TRANSCRIPT_COLUMNS + (("segments",) if args.timestamps else ()))

@@ -80,10 +80,11 @@ def transcribe_records(
     task: str,
     timestamps: bool,
     on_progress=None,
+    decoding=None,
 ) -> list[dict[str, Any]]:
     """One record per file: ``{"file", "duration", "text"[, "segments"]}``, or ``{"file", "error"}`` for a file
     that cannot be read as audio. Error records come first, then the transcripts in input order. ``on_progress``
-    is called with seconds of audio as they are decoded."""
+    is called with seconds of audio as they are decoded; ``decoding`` is a ``WhisperDecoding`` (None: greedy)."""
     records: list[dict[str, Any]] = []
     clips, names = [], []
     for path in paths:
@@ -102,6 +103,7 @@ def transcribe_records(
         return_timestamps=timestamps,
         batch_size=len(clips),
         progress=on_progress or False,
+        decoding=decoding,
     )
     for path, clip, result in zip(names, clips, results, strict=True):
         record: dict[str, Any] = {"file": str(path), "duration": round(len(clip) / 16_000, 3)}
@@ -111,6 +113,18 @@ def transcribe_records(
             record["text"] = result
         records.append(record)
     return records
+
+
+def decoding_of(args: argparse.Namespace):
+    """The command's ``WhisperDecoding``: fallback, previous-text conditioning, initial prompt."""
+    from seq2spec.whisper.transcription import WhisperDecoding
+
+    return WhisperDecoding(
+        temperature_fallback=args.temperature_fallback,
+        condition_on_previous_text=args.condition_on_previous_text,
+        initial_prompt=args.initial_prompt,
+        seed=args.seed,
+    )
 
 
 def load_speculator(args: argparse.Namespace):
@@ -160,6 +174,7 @@ def _transcribe(args: argparse.Namespace, files: list[Path]) -> int:
     if not todo:
         return 0
     try:
+        decoding = decoding_of(args)
         speculator = load_speculator(args)
     except (FileNotFoundError, ValueError, OSError) as error:
         print(f"seq2spec transcribe: {error}", file=sys.stderr)
@@ -184,6 +199,7 @@ def _transcribe(args: argparse.Namespace, files: list[Path]) -> int:
                 task=args.task,
                 timestamps=args.timestamps,
                 on_progress=lambda seconds: progress.update(round(seconds, 1)),
+                decoding=decoding,
             )
             if any("text" in r for r in records):
                 proposed += speculator.last_stats.proposed_draft_tokens
@@ -230,6 +246,25 @@ def add_parser(commands) -> argparse.ArgumentParser:
     transcribe.add_argument("--task", choices=["transcribe", "translate"], default="transcribe")
     transcribe.add_argument("--timestamps", action="store_true", help="segments with start and end times")
     transcribe.add_argument("--batch-size", type=positive_int, default=16)
+    decoding = transcribe.add_argument_group(
+        "decoding", "the default is greedy decoding: exactly the big model's own greedy output"
+    )
+    decoding.add_argument(
+        "--temperature-fallback",
+        action="store_true",
+        help="openai-whisper's fallback: a window whose text is repetitive (gzip compression ratio > 2.4) or "
+        "unlikely (average log-probability < -1.0) is decoded again by sampling at temperatures 0.2, 0.4, ... 1.0; "
+        "a likely silent window (no-speech probability > 0.6) is skipped",
+    )
+    decoding.add_argument(
+        "--condition-on-previous-text",
+        action="store_true",
+        help="in audio longer than 30 s, decode each window after the text of the windows before it",
+    )
+    decoding.add_argument("--initial-prompt", metavar="TEXT", help="text to decode the first window after")
+    decoding.add_argument(
+        "--seed", type=int, default=0, help="seed of the sampled fallback passes (default: 0, reproducible)"
+    )
     transcribe.add_argument("--format", choices=["jsonl", "txt", "srt", "vtt"], default="jsonl")
     add_runtime_flags(transcribe)
     add_speculation_flags(transcribe)

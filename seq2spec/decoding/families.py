@@ -76,7 +76,8 @@ def row_positions(model: PreTrainedModel, family: Family, pad: torch.Tensor | No
             positions = torch.arange(past, past + args[0].shape[1], device=pad.device)
         if positions.dim() == 2:  # [rows, length] (Whisper): the same cache positions on every row
             positions = positions[0]
-        per_row = positions.reshape(1, -1) - pad.to(positions.device)[:, None]
+        # a padded slot is embedded at position 0, as generate does for a left-padded decoder prompt
+        per_row = (positions.reshape(1, -1) - pad.to(positions.device)[:, None]).clamp(min=0)
         return nn.functional.embedding(per_row + offset, module.weight)
 
     handle = embedding.register_forward_hook(shifted, with_kwargs=True)

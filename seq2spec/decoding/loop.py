@@ -16,6 +16,7 @@ import torch
 from seq2spec.decoding.plan import GenerationPlan
 from seq2spec.decoding.proposal import DecodingBatch, Proposer
 from seq2spec.decoding.runner import DecoderRunner
+from seq2spec.decoding.scores import ScoreRecorder
 from seq2spec.decoding.sequences import PrefixProcessor, TokenBuffer
 from seq2spec.decoding.verify import GreedyVerifier, Verifier
 from seq2spec.options import SpeculationStats
@@ -30,11 +31,13 @@ def speculative_decode(
     *,
     verifier: Verifier | None = None,
     position_limit: int | None = None,
+    recorder: ScoreRecorder | None = None,
 ) -> torch.Tensor:
     """Decode the batch held by ``big``; returns ``[rows, P + T]`` tokens as ``generate`` lays them out.
 
     ``verifier`` defaults to greedy verification (output identical to ``generate(do_sample=False)``).
     ``position_limit``: the decoder's number of learned positions; no token is fed past the last one.
+    ``recorder`` collects the scores and logits of the emitted tokens.
     """
     verifier = verifier if verifier is not None else GreedyVerifier()
     device = big.device
@@ -43,10 +46,13 @@ def speculative_decode(
     limit = prompt_length + plan.max_new_tokens
     buffer = TokenBuffer(prompt, limit, plan.pad_token_id)
     processor = PrefixProcessor(plan.logits_processor, buffer)
+    draft_processor = PrefixProcessor(plan.draft_logits_processor, buffer)
     eos = torch.tensor(plan.eos_token_ids, dtype=torch.long, device=device)
     live_index = torch.arange(rows, device=device)  # batch rows still decoding, in runner order
     lengths = [prompt_length] * rows  # host copy of each live row's buffer length
     last = prompt  # fed with the first candidates; afterwards each row's last emitted token
+    if any(batch.prompt_padding):
+        big.pad_prompt(list(batch.prompt_padding))
     proposer.start(batch)
 
     while lengths:
@@ -56,13 +62,18 @@ def speculative_decode(
             max_tokens = max(0, min(max_tokens, position_limit - max(lengths)))
 
         def process_draft(so_far: torch.Tensor, scores: torch.Tensor, rows: torch.Tensor = live_index) -> torch.Tensor:
-            return processor.step(rows, so_far.to(device), scores.to(device))
+            return draft_processor.step(rows, so_far.to(device), scores.to(device))
 
         proposal = proposer.propose(max_tokens, process_draft)
         candidates = proposal.tokens.to(device)
         proposed = candidates.shape[1]
-        logits = big.forward(torch.cat([last, candidates], dim=1))[:, last.shape[1] - 1 :]
-        scores = processor.positions(live_index, candidates, logits)
+        output = big.forward(torch.cat([last, candidates], dim=1))
+        if last is prompt:  # the first forward: its logits over the prompt are what some processors read
+            for observer in plan.prompt_observers:
+                observer.observe_prompt(output[:, :prompt_length])
+        logits = output[:, last.shape[1] - 1 :]
+        raw = logits.clone() if recorder is not None and recorder.keep_logits else None
+        scores = processor.positions(live_index, candidates, logits)  # processes logits in place
         accepted, bonus = verifier.verify(candidates, scores, proposal.draft_probs)
 
         # The row's new tokens: accepted candidates then the bonus, cut at the first EOS and at the length limit.
@@ -78,8 +89,11 @@ def speculative_decode(
             finished = is_end.any(dim=1) | (counts >= remaining)
         else:
             finished = counts >= remaining
+        first_step = buffer.lengths.index_select(0, live_index) - prompt_length
         buffer.append(live_index, new_tokens, counts)
         accepted_host, counts_host, finished_host = torch.stack([accepted, counts, finished.long()]).tolist()
+        if recorder:
+            recorder.add(live_index, first_step, counts, max(counts_host), scores, raw)
 
         stats.big_forwards += 1
         stats.big_row_forwards += len(lengths)

@@ -19,12 +19,14 @@ from transformers.generation.logits_process import (
 )
 from transformers.generation.stopping_criteria import EosTokenCriteria, MaxLengthCriteria
 
-from seq2spec.decoding.processors import with_cached_masks
+from seq2spec.decoding.processors import PromptNoSpeechDetection, with_cached_masks
 
 # Settings that change the decoding strategy away from greedy search or multinomial sampling.
 _ONE_SEQUENCE = {"num_beams": 1, "num_return_sequences": 1, "num_beam_groups": 1, "penalty_alpha": None}
 # Settings with no speculative equivalent: refused rather than silently ignored.
 _UNSUPPORTED = ("stop_strings", "max_time", "prompt_lookup_num_tokens", "assistant_early_exit", "watermarking_config")
+# Outputs of ``generate`` the loop does not produce (it does return scores and logits).
+_NOT_RETURNED = ("output_attentions", "output_hidden_states")
 # Processors that index the batch as generate laid it out, which no longer lines up once finished rows leave.
 _BATCH_BOUND = {
     EncoderRepetitionPenaltyLogitsProcessor: "encoder_repetition_penalty",
@@ -47,6 +49,22 @@ class GenerationPlan:
     generation_config: GenerationConfig
     # multinomial sampling (``do_sample=True``): the processors then include the temperature/top-k/top-p warpers
     do_sample: bool = False
+    # ``return_dict_in_generate``: a ``GenerateEncoderDecoderOutput``, with the emitted tokens' processed scores
+    # (``output_scores``) and raw logits (``output_logits``) when asked for
+    return_dict: bool = False
+    output_scores: bool = False
+    output_logits: bool = False
+
+    @property
+    def draft_logits_processor(self) -> LogitsProcessorList:
+        """The processors a draft's scores go through: all but those that only observe the big model (they return
+        the scores unchanged)."""
+        return LogitsProcessorList(p for p in self.logits_processor if not isinstance(p, PromptNoSpeechDetection))
+
+    @property
+    def prompt_observers(self) -> list[PromptNoSpeechDetection]:
+        """Processors that read the big model's logits over the prompt (the loop's first forward computes them)."""
+        return [p for p in self.logits_processor if isinstance(p, PromptNoSpeechDetection)]
 
 
 def check_supported(config: GenerationConfig, *, allow_sampling: bool) -> None:
@@ -64,6 +82,12 @@ def check_supported(config: GenerationConfig, *, allow_sampling: bool) -> None:
     for name in _UNSUPPORTED:
         if getattr(config, name, None) is not None:
             raise ValueError(f"{name} is not supported by Seq2SeqSpeculator.generate")
+    for name in _NOT_RETURNED:
+        if getattr(config, name, False) and config.return_dict_in_generate:
+            raise NotImplementedError(
+                f"{name}=True is not supported by Seq2SeqSpeculator.generate (scores and logits are: "
+                "output_scores=True, output_logits=True); call the model's own generate for them"
+            )
 
 
 def plan_from_generate(
@@ -103,4 +127,7 @@ def plan_from_generate(
         logits_processor=with_cached_masks(logits_processor),  # same scores, without rebuilding masks per call
         generation_config=config,
         do_sample=bool(config.do_sample),
+        return_dict=bool(config.return_dict_in_generate),
+        output_scores=bool(config.return_dict_in_generate and config.output_scores),
+        output_logits=bool(config.return_dict_in_generate and config.output_logits),
     )

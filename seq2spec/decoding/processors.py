@@ -7,7 +7,9 @@ step, and the speculative loop processes several positions per big forward. Thes
 scores (``-inf`` at the same tokens, the scores' dtype kept) with a mask cached per device and vocabulary size.
 ``WhisperTimestampRules`` applies ``WhisperTimeStampLogitsProcessor``'s rules with tensor operations over all rows
 instead of a Python loop over each row's tokens (the rules and their order unchanged; tested equal on random
-sequences).
+sequences). ``PromptNoSpeechDetection`` is Whisper's no-speech detection without the whole extra model forward
+(encoder included) that ``WhisperNoSpeechDetection`` runs per window: the loop hands it the big model's logits of the
+prompt from its first verification forward, which covers the same positions.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from transformers import LogitsProcessor, LogitsProcessorList
 from transformers.generation.logits_process import (
     SuppressTokensAtBeginLogitsProcessor,
     SuppressTokensLogitsProcessor,
+    WhisperNoSpeechDetection,
     WhisperTimeStampLogitsProcessor,
 )
 
@@ -103,7 +106,38 @@ class WhisperTimestampRules(WhisperTimeStampLogitsProcessor):
         return scores_processed
 
 
+class PromptNoSpeechDetection(LogitsProcessor):
+    """``WhisperNoSpeechDetection`` fed by the loop: it sets the original's ``no_speech_prob`` (which Whisper's
+    generate reads) from the prompt logits of the big model's first forward instead of running its own forward.
+
+    Whisper's processor, at the step after the prompt, takes the probability of the no-speech token after the
+    start-of-transcript token: from its own forward of the prompt when tokens follow that token (language, task),
+    else from the step's scores. ``observe_prompt`` covers the first case, ``__call__`` the second.
+    """
+
+    def __init__(self, original: WhisperNoSpeechDetection) -> None:
+        self.original = original
+
+    @property
+    def reads_prompt(self) -> bool:
+        return self.original.start_of_trans_offset > 1
+
+    def observe_prompt(self, logits: torch.Tensor) -> None:
+        """``logits``: the big model's raw logits ``[rows, prompt length, vocab]`` over each row's prompt."""
+        if not self.reads_prompt:
+            return
+        original = self.original
+        at_start = logits[:, original.begin_index - original.start_of_trans_offset]
+        original._no_speech_prob = at_start.float().softmax(dim=-1)[:, original.no_speech_token]
+
+    def __call__(self, input_ids: torch.LongTensor, scores: torch.Tensor) -> torch.Tensor:
+        if not self.reads_prompt:
+            return self.original(input_ids, scores)  # reads the scores only
+        return scores
+
+
 _REPLACEMENTS: dict[type, type] = {
+    WhisperNoSpeechDetection: PromptNoSpeechDetection,
     SuppressTokensLogitsProcessor: CachedSuppressTokens,
     SuppressTokensAtBeginLogitsProcessor: CachedSuppressTokensAtBegin,
     WhisperTimeStampLogitsProcessor: WhisperTimestampRules,

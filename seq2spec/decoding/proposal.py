@@ -31,6 +31,11 @@ class DecodingBatch:
     pad_token_id: int
     do_sample: bool = False  # speculative sampling: a draft model samples its candidates and reports their q
     generator: torch.Generator | None = None
+    # per row, how many of the prompt's first tokens are left padding (Whisper's previous-text prompts); () if none
+    prompt_padding: tuple[int, ...] = ()
+    # the prompt column where the transcript's own prompt starts: Whisper's start-of-transcript token, after any
+    # previous text or initial prompt (0 when there is none)
+    transcript_start: int = 0
 
     @property
     def rows(self) -> int:

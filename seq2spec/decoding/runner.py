@@ -31,7 +31,8 @@ class DecoderStep(Protocol):
 class DecoderRunner:
     """Feeds tokens to a decoder with a per-row, left-padded self-attention cache.
 
-    ``forward`` appends the given tokens after every row's last kept entry; ``keep`` then says how many of them
+    ``forward`` appends the given tokens after every row's last kept entry (``pad_prompt`` first, when the prompt
+    rows are left-padded); ``keep`` then says how many of them
     each row keeps; ``select`` drops finished rows from every tensor the runner holds. With ``step`` (drafts only)
     the decoder step runs there instead of through the model's own forward; with ``head`` (the big model) its
     vocabulary head runs sliced where that was found bit-exact (``head.py``). Each row's padding is kept on the host
@@ -59,6 +60,13 @@ class DecoderRunner:
         self.padding = [0] * rows  # host copy of ``pad``
         self.pad = torch.zeros(rows, dtype=torch.long, device=self.device)
 
+    def pad_prompt(self, padding: list[int]) -> None:
+        """Before the first forward: row ``r``'s first ``padding[r]`` tokens are padding (a left-padded prompt)."""
+        if self.cache_length:
+            raise RuntimeError("pad_prompt applies before the first forward only")
+        self.padding = list(padding)
+        self.pad = torch.tensor(self.padding, dtype=torch.long, device=self.device)
+
     @property
     def cache_length(self) -> int:
         return self.cache.self_attention_cache.get_seq_length()
@@ -71,9 +79,8 @@ class DecoderRunner:
             return self.step(tokens, self.cache, self.encoder_hidden_states, self.encoder_attention_mask, self.pad)
         padded = any(self.padding)
         mask = None
-        if padded:
-            slots = torch.arange(self.cache_length, device=self.device)[None, :] >= self.pad[:, None]
-            mask = torch.cat([slots, slots.new_ones(rows, length)], dim=1).long()
+        if padded:  # a row's padding is in its cache, or (a padded prompt) in the tokens fed first
+            mask = (torch.arange(self.cache_length + length, device=self.device)[None, :] >= self.pad[:, None]).long()
         sliced_head = self.head.installed(self.model) if self.head is not None else nullcontext()
         with row_positions(self.model, self.family, self.pad if padded else None), sliced_head:
             if self.family.decoder_only:

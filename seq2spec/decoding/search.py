@@ -13,6 +13,7 @@ from typing import Any
 
 import torch
 from transformers import GenerationConfig, LogitsProcessorList, PreTrainedModel, StoppingCriteriaList
+from transformers.generation.utils import GenerateEncoderDecoderOutput
 
 from seq2spec.decoding.families import Family
 from seq2spec.decoding.head import BigModelHead
@@ -20,6 +21,7 @@ from seq2spec.decoding.loop import speculative_decode
 from seq2spec.decoding.plan import plan_from_generate
 from seq2spec.decoding.proposal import DecodingBatch, Proposer
 from seq2spec.decoding.runner import DecoderRunner
+from seq2spec.decoding.scores import ScoreRecorder
 from seq2spec.decoding.verify import GreedyVerifier, SamplingVerifier, Verifier
 from seq2spec.options import Acceptance, SpeculationStats
 
@@ -62,13 +64,10 @@ class SpeculativeSearch:
         generation_config: GenerationConfig,
         inputs_tensor: torch.Tensor | None = None,
         **model_kwargs: Any,
-    ) -> torch.Tensor:
+    ) -> torch.Tensor | GenerateEncoderDecoderOutput:
         """Called by ``generate``: ``input_ids`` is the decoder prompt, ``inputs_tensor`` the encoder's input."""
         plan = plan_from_generate(input_ids, logits_processor, stopping_criteria, generation_config)
-        if model_kwargs.get("decoder_attention_mask") is not None:
-            raise NotImplementedError(
-                "per-row decoder prompts of different lengths (condition_on_prev_tokens=True) are not supported"
-            )
+        prompt_padding = left_padding(model_kwargs.get("decoder_attention_mask"), input_ids)
         encoder_outputs = model_kwargs.get("encoder_outputs")
         if encoder_outputs is None:
             raise ValueError("generate passed no encoder output to the decoding method")
@@ -86,12 +85,57 @@ class SpeculativeSearch:
             pad_token_id=plan.pad_token_id,
             do_sample=plan.do_sample,
             generator=self.generator,
+            prompt_padding=prompt_padding,
+            transcript_start=self._transcript_start(input_ids, generation_config),
         )
         runner = DecoderRunner(model, self.family, encoder_hidden_states, attention_mask, head=self.head)
         verifier: Verifier = (
             SamplingVerifier(self.generator, self.acceptance) if plan.do_sample else GreedyVerifier(self.acceptance)
         )
+        recorder = ScoreRecorder(input_ids.shape[0], plan.pad_token_id, plan.output_scores, plan.output_logits)
         proposer = self.make_proposer(batch, self.stats)
-        return speculative_decode(
-            runner, proposer, plan, batch, self.stats, verifier=verifier, position_limit=self.position_limit
+        sequences = speculative_decode(
+            runner,
+            proposer,
+            plan,
+            batch,
+            self.stats,
+            verifier=verifier,
+            position_limit=self.position_limit,
+            recorder=recorder,
         )
+        if not plan.return_dict:
+            return sequences
+        steps = sequences.shape[1] - input_ids.shape[1]
+        return GenerateEncoderDecoderOutput(
+            sequences=sequences, scores=recorder.scores(steps), logits=recorder.logits(steps)
+        )
+
+    def _transcript_start(self, prompt: torch.Tensor, config: GenerationConfig) -> int:
+        """Whisper: the last prompt column holding the start-of-transcript token in every row (0 if none)."""
+        start_token = config.decoder_start_token_id
+        if self.family.model_type != "whisper" or start_token is None:
+            return 0
+        columns = (prompt == start_token).all(dim=0).nonzero().flatten().tolist()
+        return columns[-1] if columns else 0
+
+
+def left_padding(mask: torch.Tensor | None, prompt: torch.Tensor) -> tuple[int, ...]:
+    """Each row's number of leading padding tokens, read from a decoder attention mask (() for no mask).
+
+    Whisper pads previous-text prompts of different lengths on the left; any other mask shape is refused."""
+    if mask is None:
+        return ()
+    if mask.shape != prompt.shape:
+        raise ValueError(
+            f"decoder_attention_mask has shape {tuple(mask.shape)} but the decoder prompt {tuple(prompt.shape)}"
+        )
+    real = mask.bool()
+    padding = (~real).long().cumprod(dim=1).sum(dim=1)
+    positions = torch.arange(prompt.shape[1], device=mask.device)[None, :]
+    if not torch.equal(real, positions >= padding[:, None]) or bool((padding >= prompt.shape[1]).any()):
+        raise NotImplementedError(
+            "decoder_attention_mask must mark left padding of the decoder prompt only (each row: padding, then "
+            "at least one real token)"
+        )
+    return tuple(padding.tolist())

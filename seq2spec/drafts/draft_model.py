@@ -20,10 +20,21 @@ class DraftModelProposer:
     > 0 a round ends early once every row has either proposed its end or proposed a token the draft gave less than
     that probability: the tokens after an unsure one are rarely accepted, and each costs a draft forward. Which
     candidates are proposed never changes what the big model emits.
+
+    With ``transcript_only`` the draft reads the prompt from ``batch.transcript_start`` on: a Whisper draft then
+    sees no previous text or initial prompt, which a draft distilled without them (as the shipped one) reads poorly.
     """
 
-    def __init__(self, runner: DecoderRunner, schedule: LengthSchedule, *, min_confidence: float = 0.0) -> None:
+    def __init__(
+        self,
+        runner: DecoderRunner,
+        schedule: LengthSchedule,
+        *,
+        min_confidence: float = 0.0,
+        transcript_only: bool = True,
+    ) -> None:
         self.runner = runner
+        self.transcript_only = transcript_only
         self.schedule = schedule
         self.min_confidence = min_confidence
         self.pending = torch.empty(0)
@@ -34,7 +45,11 @@ class DraftModelProposer:
 
     def start(self, batch: DecodingBatch) -> None:
         device = self.runner.device
-        self.pending = batch.prompt.to(device)
+        start = batch.transcript_start if self.transcript_only else 0
+        self.pending = batch.prompt[:, start:].to(device)
+        padding = [max(0, pad - start) for pad in batch.prompt_padding]
+        if any(padding):
+            self.runner.pad_prompt(padding)
         self.eos = torch.tensor(batch.eos_token_ids, dtype=torch.long, device=device)
         self.sample, self.generator = batch.do_sample, batch.generator
         self.schedule.reset(batch.rows)

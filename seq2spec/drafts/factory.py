@@ -83,7 +83,12 @@ class ProposerFactory:
         runner = self._draft_runner(batch, stats)
         if self.copy:
             return CopyThenDraftProposer(runner, copy_schedule, draft_schedule)
-        return DraftModelProposer(runner, draft_schedule, min_confidence=options.min_draft_confidence)
+        return DraftModelProposer(
+            runner,
+            draft_schedule,
+            min_confidence=options.min_draft_confidence,
+            transcript_only=not options.draft_reads_prompt,
+        )
 
     def _draft_runner(self, batch: DecodingBatch, stats: SpeculationStats) -> DecoderRunner:
         draft, family = self.draft, self.family

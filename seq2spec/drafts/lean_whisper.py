@@ -157,9 +157,9 @@ class LeanWhisperDraft:
         dtype = self.embedding.dtype
         hidden = F.embedding(tokens, self.embedding) + F.embedding(positions, self.positions)
         slots = torch.arange(total, device=device)
-        self_mask = (slots[None, :] <= new_slots[:, None])[None, None] & (slots[None, :] >= pad[:, None])[
-            :, None, None
-        ]  # [rows, 1, length, total]: causal, and not the row's padding
+        causal = (slots[None, :] <= new_slots[:, None])[None, None]
+        real = (slots[None, :] >= pad[:, None])[:, None, None] | (slots[None, :] == new_slots[:, None])[None, None]
+        self_mask = causal & real  # [rows, 1, length, total]: causal, not the row's padding (a padded token: itself)
         for index, layer in enumerate(self.layers):
             query, key, value = self._projected(layer.qkv, self._norm(hidden, layer.self_norm), dtype).chunk(3, dim=-1)
             key, value = cache.self_attention_cache.update(self._split(key), self._split(value), index)

@@ -22,9 +22,6 @@ from seq2spec.decoding.search import SpeculativeSearch
 
 # generate() arguments Whisper would hand to a decoding method that the loop does not honour
 _REFUSED = ("stopping_criteria", "prefix_allowed_tokens_fn", "assistant_model", "streamer", "custom_generate")
-# arguments that ask generate for scores, attentions or token timestamps
-_EXTRAS = ("output_attentions", "output_scores", "return_dict_in_generate", "return_token_timestamps")
-_FALLBACK = ("logprob_threshold", "compression_ratio_threshold", "no_speech_threshold")
 
 
 def check_features(features: Any) -> torch.Tensor:
@@ -34,19 +31,38 @@ def check_features(features: Any) -> torch.Tensor:
     return features
 
 
+def temperatures(arguments: dict[str, Any]) -> tuple[float, ...]:
+    """The temperatures Whisper's generate will decode at (its fallback sequence, or the single one)."""
+    temperature = arguments.get("temperature")
+    if temperature is None:
+        return (1.0,) if arguments.get("do_sample") else (0.0,)
+    values = tuple(temperature) if isinstance(temperature, (list, tuple)) else (temperature,)
+    for value in values:
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
+            raise ValueError(f"temperature must be a number >= 0 or a sequence of them, got {temperature!r}")
+    return tuple(float(value) for value in values)
+
+
+def samples(arguments: dict[str, Any]) -> bool:
+    """Whether any pass of this call samples (a temperature above 0, or do_sample)."""
+    return bool(arguments.get("do_sample")) or any(value > 0 for value in temperatures(arguments))
+
+
 def check_arguments(arguments: dict[str, Any]) -> None:
     """Refuse Whisper settings the loop cannot reproduce, naming them and what to do instead."""
-    temperature = arguments.get("temperature")
-    if arguments.get("do_sample") or (temperature not in (None, 0, 0.0)) or arguments.get("num_beams", 1) != 1:
+    temperatures(arguments)
+    if arguments.get("num_beams", 1) not in (None, 1):
         raise ValueError(
-            "Seq2SeqSpeculator reproduces Whisper's greedy decoding only (no sampling, temperature or beams); "
-            "call the model's own generate for those"
+            "Seq2SeqSpeculator decodes greedily or by sampling (temperature fallback included), not by beam "
+            "search; call the model's own generate for num_beams > 1"
         )
-    if any(arguments.get(name) for name in _EXTRAS) or any(arguments.get(name) is not None for name in _FALLBACK):
+    if arguments.get("return_token_timestamps") or arguments.get("output_attentions"):
         raise NotImplementedError(
-            "this Whisper call needs scores or token timestamps from generate (temperature fallback, "
-            "logprob_threshold, return_token_timestamps, ...), which Seq2SeqSpeculator does not produce"
+            "Seq2SeqSpeculator does not return Whisper's attention weights (return_token_timestamps, "
+            "output_attentions); call the model's own generate for word-level timestamps"
         )
+    if arguments.get("output_hidden_states"):
+        raise NotImplementedError("Seq2SeqSpeculator does not return hidden states (output_hidden_states)")
     for name in _REFUSED:
         if arguments.get(name):  # None or an empty list: nothing to honour
             raise NotImplementedError(f"Seq2SeqSpeculator does not support Whisper generate with {name}")
@@ -61,7 +77,8 @@ def generate_whisper(
     max_new_tokens: int | None = None,
     **arguments: Any,
 ) -> Any:
-    """``big.generate(features, **arguments)`` with ``search`` as the decoding method of every window batch."""
+    """``big.generate(features, **arguments)`` with ``search`` as the decoding method of every window batch (and of
+    every pass of its temperature fallback)."""
     check_arguments(arguments)
     features = check_features(features).to(big.device, big.dtype)
     if attention_mask is not None:

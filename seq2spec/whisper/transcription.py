@@ -7,6 +7,7 @@ speculator so that both decodings see the same batches and features.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -18,6 +19,55 @@ from seq2spec.whisper.audio import SAMPLING_RATE, load_audio, to_mono_16k
 GenerateFn = Callable[..., torch.Tensor]
 WINDOW_SAMPLES = 30 * SAMPLING_RATE
 FRAMES_PER_SECOND = 100  # log-mel frames
+
+
+# openai-whisper's transcribe() defaults for its fallback from greedy decoding to sampling
+FALLBACK_TEMPERATURES = (0.0, 0.2, 0.4, 0.6, 0.8, 1.0)
+FALLBACK_COMPRESSION_RATIO = 2.4  # gzip ratio above which a window's text counts as a repetition loop
+FALLBACK_LOGPROB = -1.0  # average log-probability below which a window is decoded again, hotter
+FALLBACK_NO_SPEECH = 0.6  # a window this likely silent (and below the log-prob threshold) is skipped
+
+
+@dataclass(frozen=True)
+class WhisperDecoding:
+    """How Whisper decodes beyond plain greedy search (the default: all off, exactly greedy).
+
+    ``temperature_fallback``: openai-whisper's defaults. A window whose greedy text is too repetitive (compression
+    ratio above 2.4) or too unlikely (average log-probability below -1.0) is decoded again by sampling at
+    temperatures 0.2, 0.4, ... 1.0 until it passes; a likely silent window is skipped. Greedy passes stay exactly
+    the big model's; sampled ones follow its distribution, reproducibly for a given ``seed``.
+    ``condition_on_previous_text``: in long audio each window is decoded after the text of the windows before it.
+    ``initial_prompt``: text the first window is decoded after (spellings, names, style).
+    """
+
+    temperature_fallback: bool = False
+    condition_on_previous_text: bool = False
+    initial_prompt: str | None = None
+    seed: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.initial_prompt is not None and (
+            not isinstance(self.initial_prompt, str) or not self.initial_prompt.strip()
+        ):
+            raise ValueError(f"initial_prompt must be non-empty text, got {self.initial_prompt!r}")
+        if self.seed is not None and (not isinstance(self.seed, int) or isinstance(self.seed, bool)):
+            raise TypeError(f"seed must be an int or None, got {type(self.seed).__name__}")
+
+    def generate_arguments(self, processor) -> dict[str, Any]:
+        """Whisper ``generate`` arguments for these choices."""
+        arguments: dict[str, Any] = {}
+        if self.temperature_fallback:
+            arguments.update(
+                temperature=FALLBACK_TEMPERATURES,
+                compression_ratio_threshold=FALLBACK_COMPRESSION_RATIO,
+                logprob_threshold=FALLBACK_LOGPROB,
+                no_speech_threshold=FALLBACK_NO_SPEECH,
+            )
+        if self.condition_on_previous_text:
+            arguments["condition_on_prev_tokens"] = True
+        if self.initial_prompt is not None:
+            arguments["prompt_ids"] = processor.get_prompt_ids(self.initial_prompt, return_tensors="pt")
+        return arguments
 
 
 def prepare_clips(audio: Any, sampling_rate: int | None) -> tuple[list[np.ndarray], bool]:
@@ -58,15 +108,16 @@ def transcribe_clips(
     batch_size: int = 16,
     max_new_tokens: int | None = None,
     progress: bool | Callable[[float], None] = False,
+    decoding: WhisperDecoding | None = None,
 ) -> list[Any]:
     """Text per clip (16 kHz mono float32), or ``{"text", "segments"}`` with ``return_timestamps``, in input order.
 
     Clips are sorted by length into batches; a batch holding a clip longer than 30 s is decoded long-form
     (unpadded features with an attention mask, timestamps on, as Whisper's long-form generation requires).
     ``progress``: True shows a bar over seconds of audio; a callable is called with the seconds newly decoded,
-    window by window within long files.
+    window by window within long files. ``decoding``: fallback, previous-text conditioning and prompt choices.
     """
-    options: dict[str, Any] = {}
+    options: dict[str, Any] = (decoding or WhisperDecoding()).generate_arguments(processor)
     if multilingual:
         options.update(language=language, task=task)
     elif language not in (None, "en", "english", "<|en|>") or task != "transcribe":

@@ -393,6 +393,7 @@ class Seq2SeqSpeculator:
         max_new_tokens: int | None = None,
         progress: bool | Callable[[float], None] = False,
         decoding: WhisperDecoding | None = None,
+        word_timestamps: bool = False,
     ) -> Any:
         """Transcribe audio with the big Whisper model's greedy output (exactly ``big.generate``'s tokens).
 
@@ -404,6 +405,8 @@ class Seq2SeqSpeculator:
         True shows a bar over seconds of audio; a callable is called with the seconds newly decoded.
         ``decoding`` (``WhisperDecoding``) turns on openai-whisper's temperature fallback, conditioning on previous
         text, or an initial prompt; its passes at temperature 0 remain ``big.generate``'s tokens.
+        ``word_timestamps``: results are dicts with ``"words"`` too, ``[{"word", "start", "end"}]``, timed by
+        Whisper's cross-attention alignment as ``big.generate(return_token_timestamps=True)`` times them.
         """
         from seq2spec.whisper.transcription import prepare_clips, transcribe_clips
 
@@ -433,6 +436,7 @@ class Seq2SeqSpeculator:
             max_new_tokens=max_new_tokens,
             progress=progress,
             decoding=decoding,
+            word_timestamps=word_timestamps,
         )
         self.last_stats = total
         return results[0] if single else results

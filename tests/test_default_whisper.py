@@ -112,3 +112,32 @@ def test_pair_with_fallback_and_previous_text_equals_generate(pair):
             rtol=1e-4,
             atol=1e-3,
         )
+
+
+def test_word_timestamps_on_real_speech(pair):
+    """Words of base's transcript with times from its alignment heads: the transcript's words, in order, inside
+    the clip, and the same as base's own generate(return_token_timestamps=True) gives for the same tokens."""
+    from seq2spec.whisper.transcription import words_of
+
+    big, draft, processor = pair
+    clips = [load_audio(p) for p in sorted(SAMPLES.glob("clip0[0-2]*.wav"))]
+    speculator = Seq2SeqSpeculator(big, draft, processor)
+    results = speculator.transcribe(clips, sampling_rate=16000, language="en", word_timestamps=True)
+    features = processor.feature_extractor(clips, sampling_rate=16000, return_tensors="pt", return_attention_mask=True)
+    expected = big.generate(
+        features.input_features,
+        attention_mask=features.attention_mask,
+        language="en",
+        task="transcribe",
+        return_token_timestamps=True,
+    )
+    for row, (clip, result) in enumerate(zip(clips, results, strict=True)):
+        words = result["words"]
+        assert [w["word"] for w in words] == result["text"].split()
+        assert all(0 <= w["start"] <= w["end"] <= len(clip) / 16000 + 0.1 for w in words)
+        assert [w["start"] for w in words] == sorted(w["start"] for w in words)
+        ids, times = expected["sequences"][row].tolist(), expected["token_timestamps"][row].tolist()
+        reference = words_of(processor.tokenizer, ids, times)
+        assert [w["word"] for w in reference] == [w["word"] for w in words]
+        for mine, theirs in zip(words, reference, strict=True):
+            assert abs(mine["start"] - theirs["start"]) <= 0.02 and abs(mine["end"] - theirs["end"]) <= 0.02

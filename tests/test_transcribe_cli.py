@@ -196,3 +196,20 @@ def test_fallback_previous_text_and_prompt_flags(toy_whisper_dirs, audio_folder,
         main(["transcribe", "--help"])
     help_text = capsys.readouterr().out
     assert "greedy decoding" in help_text and "--temperature-fallback" in help_text
+
+
+def test_word_timestamps(toy_whisper_dirs, audio_folder, tmp_path):
+    """--word-timestamps: words with times in the JSONL, as the library gives them, and one SRT cue per word."""
+    big_dir, draft_dir = toy_whisper_dirs
+    path = next(audio_folder.rglob("c_44k_stereo.wav"))
+    out = tmp_path / "results.jsonl"
+    args = ["transcribe", str(path), "--out", str(out), "--model", str(big_dir), "--assistant", str(draft_dir)]
+    assert main([*args, "--language", "en", "--word-timestamps", "--format", "srt"]) == 0
+    record = json.loads(out.read_text())
+    words = record["words"]  # the toy's byte tokens rarely hold spaces: words are checked on base's real ones
+    assert words and all(0 <= w["start"] <= w["end"] <= record["duration"] + 0.02 for w in words)
+    speculator = Seq2SeqSpeculator(str(big_dir), str(draft_dir))
+    library = speculator.transcribe(load_audio(path), sampling_rate=16000, language="en", word_timestamps=True)
+    assert library["words"] == words
+    srt = (tmp_path / "results_srt" / "c_44k_stereo.wav.srt").read_text()
+    assert srt.count(" --> ") == len(words)

@@ -172,6 +172,34 @@ def test_no_speech_detection_reads_the_first_forward(whisper_pair, monkeypatch):
         assert_same(actual, expected)
 
 
+@pytest.mark.parametrize("form", ["short", "long", "long-previous-text"])
+def test_token_timestamps_equal_generate(whisper_pair, form):
+    """Word timing: Whisper's DTW over the alignment heads' cross-attention, which the speculator computes in one
+    forward over the decoded tokens; timestamps equal to generate's within 0.02 s, segments alike."""
+    big, draft = whisper_pair
+    if form == "short":
+        features, extra = toy_features(3, seed=5), {"max_new_tokens": 30}
+        extra["attention_mask"] = torch.ones(3, 3000, dtype=torch.long)
+        extra["attention_mask"][1, 2000:] = 0  # a shorter clip: its own frames only
+    else:
+        features, attention_mask = long_form(3, seed=23)
+        extra = {"attention_mask": attention_mask, "return_timestamps": True, "return_segments": True}
+        if form == "long-previous-text":
+            extra["condition_on_prev_tokens"] = True
+    kwargs = {"language": "en", "return_token_timestamps": True, **extra}
+    expected = big.generate(features, **kwargs)
+    actual = Seq2SeqSpeculator(big, draft).generate(input_features=features, **kwargs)
+    assert_same(actual["sequences"], expected["sequences"])
+    assert actual["token_timestamps"].shape == expected["token_timestamps"].shape
+    assert (actual["token_timestamps"] - expected["token_timestamps"]).abs().max() <= 0.02
+    assert len(set(expected["token_timestamps"][0].tolist())) > 3  # times that vary along the row
+    if "segments" in expected:
+        for mine, theirs in zip(actual["segments"], expected["segments"], strict=True):
+            assert [s["tokens"].tolist() for s in mine] == [s["tokens"].tolist() for s in theirs]
+            for segment, reference in zip(mine, theirs, strict=True):
+                assert (segment["token_timestamps"] - reference["token_timestamps"]).abs().max() <= 0.02
+
+
 def test_prompt_short_form_equal_generate(whisper_pair):
     big, draft = whisper_pair
     features = toy_features(3, seed=12)
@@ -277,8 +305,8 @@ def test_unsupported_settings_are_named(whisper_pair):
     speculator = Seq2SeqSpeculator(big)
     with pytest.raises(ValueError, match="beam search"):
         speculator.generate(input_features=features, num_beams=2, language="en")
-    with pytest.raises(NotImplementedError, match="word-level timestamps"):
-        speculator.generate(input_features=features, return_token_timestamps=True, language="en")
+    with pytest.raises(NotImplementedError, match="hidden states"):
+        speculator.generate(input_features=features, output_hidden_states=True, language="en")
     with pytest.raises(ValueError, match="temperature must be"):
         speculator.generate(input_features=features, temperature=(0.0, -1.0), language="en")
     with pytest.raises(ValueError, match="only apply when sampling"):

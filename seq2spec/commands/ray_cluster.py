@@ -31,6 +31,7 @@ TRANSCRIBE_KEYS = (
     "language",
     "task",
     "timestamps",
+    "word_timestamps",
     "device",
     "dtype",
     "temperature_fallback",
@@ -132,7 +133,7 @@ class TranscribeActor:
         paths = [Path(name) for name in batch["file"]]
         args = self.args
         settings = {"language": args.language, "task": args.task, "timestamps": args.timestamps}
-        settings["decoding"] = decoding_of(args)
+        settings.update(decoding=decoding_of(args), words=args.word_timestamps)
         try:
             records = transcribe_records(self.speculator, paths, **settings)
         except Exception:  # noqa: BLE001 - one bad batch must not stop the job: retry file by file
@@ -142,7 +143,10 @@ class TranscribeActor:
                     records += transcribe_records(self.speculator, [path], **settings)
                 except Exception as single:  # noqa: BLE001
                     records.append({"file": str(path), "error": f"{type(single).__name__}: {single}"})
-        return _columns(records, TRANSCRIPT_COLUMNS + (("segments",) if args.timestamps else ()))
+        extra = (("segments",) if args.timestamps or args.word_timestamps else ()) + (
+            ("words",) if args.word_timestamps else ()
+        )
+        return _columns(records, TRANSCRIPT_COLUMNS + extra)
 
 
 def actor_options(args: argparse.Namespace, keys: tuple[str, ...]) -> dict[str, Any]:

@@ -1,10 +1,10 @@
 """``seq2spec transcribe``: a folder (or list) of audio files into a JSONL of transcripts, resumably.
 
 Each file's record is appended and synced as soon as its batch is decoded: ``{"file", "text", "duration"}`` (plus
-``"segments"`` with ``--timestamps``) or ``{"file", "error"}``. A rerun skips files already in the output; a record
-cut off by a killed run is removed first, so a kill loses at most the batch in flight. One run writes an output at
-a time. ``--format txt|srt|vtt`` also writes one such file per audio file, mirroring the input folders, into a
-folder beside the JSONL.
+``"segments"`` with ``--timestamps``, ``"words"`` with ``--word-timestamps``) or ``{"file", "error"}``. A rerun
+skips files already in the output; a record cut off by a killed run is removed first, so a kill loses at most the
+batch in flight. One run writes an output at a time. ``--format txt|srt|vtt`` also writes one such file per audio
+file, mirroring the input folders, into a folder beside the JSONL.
 """
 
 from __future__ import annotations
@@ -58,10 +58,12 @@ def _timestamp(seconds: float, separator: str) -> str:
 
 
 def render(record: dict[str, Any], fmt: str) -> str:
-    """A transcript record as plain text, SubRip or WebVTT."""
+    """A transcript record as plain text, SubRip or WebVTT (one cue per word when the record has words)."""
     if fmt == "txt":
         return record["text"] + "\n"
     segments = record.get("segments") or [{"start": 0.0, "end": record.get("duration", 0.0), "text": record["text"]}]
+    if record.get("words"):
+        segments = [{"start": w["start"], "end": w["end"], "text": w["word"]} for w in record["words"]]
     separator = "," if fmt == "srt" else "."
     blocks = []
     for number, segment in enumerate(segments, start=1):
@@ -81,10 +83,12 @@ def transcribe_records(
     timestamps: bool,
     on_progress=None,
     decoding=None,
+    words: bool = False,
 ) -> list[dict[str, Any]]:
     """One record per file: ``{"file", "duration", "text"[, "segments"]}``, or ``{"file", "error"}`` for a file
     that cannot be read as audio. Error records come first, then the transcripts in input order. ``on_progress``
-    is called with seconds of audio as they are decoded; ``decoding`` is a ``WhisperDecoding`` (None: greedy)."""
+    is called with seconds of audio as they are decoded; ``decoding`` is a ``WhisperDecoding`` (None: greedy);
+    ``words`` adds ``"words"`` with their times."""
     records: list[dict[str, Any]] = []
     clips, names = [], []
     for path in paths:
@@ -104,6 +108,7 @@ def transcribe_records(
         batch_size=len(clips),
         progress=on_progress or False,
         decoding=decoding,
+        word_timestamps=words,
     )
     for path, clip, result in zip(names, clips, results, strict=True):
         record: dict[str, Any] = {"file": str(path), "duration": round(len(clip) / 16_000, 3)}
@@ -200,6 +205,7 @@ def _transcribe(args: argparse.Namespace, files: list[Path]) -> int:
                 timestamps=args.timestamps,
                 on_progress=lambda seconds: progress.update(round(seconds, 1)),
                 decoding=decoding,
+                words=args.word_timestamps,
             )
             if any("text" in r for r in records):
                 proposed += speculator.last_stats.proposed_draft_tokens
@@ -245,6 +251,12 @@ def add_parser(commands) -> argparse.ArgumentParser:
     transcribe.add_argument("--language", help="language code such as en (default: detected per file)")
     transcribe.add_argument("--task", choices=["transcribe", "translate"], default="transcribe")
     transcribe.add_argument("--timestamps", action="store_true", help="segments with start and end times")
+    transcribe.add_argument(
+        "--word-timestamps",
+        action="store_true",
+        help="words with start and end times (Whisper's cross-attention alignment), in the JSONL and as one "
+        "SRT/VTT cue per word",
+    )
     transcribe.add_argument("--batch-size", type=positive_int, default=16)
     decoding = transcribe.add_argument_group(
         "decoding", "the default is greedy decoding: exactly the big model's own greedy output"

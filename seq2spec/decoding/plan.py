@@ -25,8 +25,8 @@ from seq2spec.decoding.processors import PromptNoSpeechDetection, with_cached_ma
 _ONE_SEQUENCE = {"num_beams": 1, "num_return_sequences": 1, "num_beam_groups": 1, "penalty_alpha": None}
 # Settings with no speculative equivalent: refused rather than silently ignored.
 _UNSUPPORTED = ("stop_strings", "max_time", "prompt_lookup_num_tokens", "assistant_early_exit", "watermarking_config")
-# Outputs of ``generate`` the loop does not produce (it does return scores and logits).
-_NOT_RETURNED = ("output_attentions", "output_hidden_states")
+# Outputs of ``generate`` the loop does not produce (it does return scores, logits and attention weights).
+_NOT_RETURNED = ("output_hidden_states",)
 # Processors that index the batch as generate laid it out, which no longer lines up once finished rows leave.
 _BATCH_BOUND = {
     EncoderRepetitionPenaltyLogitsProcessor: "encoder_repetition_penalty",
@@ -50,10 +50,11 @@ class GenerationPlan:
     # multinomial sampling (``do_sample=True``): the processors then include the temperature/top-k/top-p warpers
     do_sample: bool = False
     # ``return_dict_in_generate``: a ``GenerateEncoderDecoderOutput``, with the emitted tokens' processed scores
-    # (``output_scores``) and raw logits (``output_logits``) when asked for
+    # (``output_scores``), raw logits (``output_logits``) and attention weights (``output_attentions``) when asked for
     return_dict: bool = False
     output_scores: bool = False
     output_logits: bool = False
+    output_attentions: bool = False
 
     @property
     def draft_logits_processor(self) -> LogitsProcessorList:
@@ -85,8 +86,8 @@ def check_supported(config: GenerationConfig, *, allow_sampling: bool) -> None:
     for name in _NOT_RETURNED:
         if getattr(config, name, False) and config.return_dict_in_generate:
             raise NotImplementedError(
-                f"{name}=True is not supported by Seq2SeqSpeculator.generate (scores and logits are: "
-                "output_scores=True, output_logits=True); call the model's own generate for them"
+                f"{name}=True is not supported by Seq2SeqSpeculator.generate (scores, logits and attention weights "
+                "are); call the model's own generate for hidden states"
             )
 
 
@@ -130,4 +131,5 @@ def plan_from_generate(
         return_dict=bool(config.return_dict_in_generate),
         output_scores=bool(config.return_dict_in_generate and config.output_scores),
         output_logits=bool(config.return_dict_in_generate and config.output_logits),
+        output_attentions=bool(config.return_dict_in_generate and config.output_attentions),
     )

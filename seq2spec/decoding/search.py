@@ -15,6 +15,7 @@ import torch
 from transformers import GenerationConfig, LogitsProcessorList, PreTrainedModel, StoppingCriteriaList
 from transformers.generation.utils import GenerateEncoderDecoderOutput
 
+from seq2spec.decoding.attentions import attentions_as_generate
 from seq2spec.decoding.families import Family
 from seq2spec.decoding.head import BigModelHead
 from seq2spec.decoding.loop import speculative_decode
@@ -107,9 +108,15 @@ class SpeculativeSearch:
         if not plan.return_dict:
             return sequences
         steps = sequences.shape[1] - input_ids.shape[1]
-        return GenerateEncoderDecoderOutput(
+        output = GenerateEncoderDecoderOutput(
             sequences=sequences, scores=recorder.scores(steps), logits=recorder.logits(steps)
         )
+        if plan.output_attentions:
+            output.decoder_attentions, output.cross_attentions = attentions_as_generate(
+                model, encoder_hidden_states, sequences, input_ids.shape[1], prompt_padding
+            )
+            output.encoder_attentions = getattr(encoder_outputs, "attentions", None)
+        return output
 
     def _transcript_start(self, prompt: torch.Tensor, config: GenerationConfig) -> int:
         """Whisper: the last prompt column holding the start-of-transcript token in every row (0 if none)."""

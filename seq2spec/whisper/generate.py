@@ -56,11 +56,6 @@ def check_arguments(arguments: dict[str, Any]) -> None:
             "Seq2SeqSpeculator decodes greedily or by sampling (temperature fallback included), not by beam "
             "search; call the model's own generate for num_beams > 1"
         )
-    if arguments.get("return_token_timestamps") or arguments.get("output_attentions"):
-        raise NotImplementedError(
-            "Seq2SeqSpeculator does not return Whisper's attention weights (return_token_timestamps, "
-            "output_attentions); call the model's own generate for word-level timestamps"
-        )
     if arguments.get("output_hidden_states"):
         raise NotImplementedError("Seq2SeqSpeculator does not return hidden states (output_hidden_states)")
     for name in _REFUSED:
@@ -85,8 +80,13 @@ def generate_whisper(
         arguments["attention_mask"] = attention_mask.to(big.device)
     if max_new_tokens is not None:
         arguments["max_new_tokens"] = max_new_tokens
-    with _whisper_internal_warning_silenced():
-        return big.generate(features, custom_generate=search, **arguments)
+    # Whisper's generate switches the model to eager attention for token timestamps, for good; put back the user's
+    attention = big.config._attn_implementation
+    try:
+        with _whisper_internal_warning_silenced():
+            return big.generate(features, custom_generate=search, **arguments)
+    finally:
+        big.config._attn_implementation = attention
 
 
 class _WhisperInternalWarning(logging.Filter):

@@ -109,6 +109,7 @@ def transcribe_clips(
     max_new_tokens: int | None = None,
     progress: bool | Callable[[float], None] = False,
     decoding: WhisperDecoding | None = None,
+    word_timestamps: bool = False,
 ) -> list[Any]:
     """Text per clip (16 kHz mono float32), or ``{"text", "segments"}`` with ``return_timestamps``, in input order.
 
@@ -116,6 +117,8 @@ def transcribe_clips(
     (unpadded features with an attention mask, timestamps on, as Whisper's long-form generation requires).
     ``progress``: True shows a bar over seconds of audio; a callable is called with the seconds newly decoded,
     window by window within long files. ``decoding``: fallback, previous-text conditioning and prompt choices.
+    ``word_timestamps``: each result also holds ``"words"``, ``[{"word", "start", "end"}]``, timed by Whisper's
+    cross-attention alignment (``return_token_timestamps``).
     """
     options: dict[str, Any] = (decoding or WhisperDecoding()).generate_arguments(processor)
     if multilingual:
@@ -142,22 +145,30 @@ def transcribe_clips(
         if long_form:
             options["monitor_progress"] = tracker
         extractor_options = (
-            {"truncation": False, "padding": "longest", "return_attention_mask": True} if long_form else {}
+            {"truncation": False, "padding": "longest", "return_attention_mask": True}
+            if long_form
+            else {"return_attention_mask": word_timestamps}  # the clip's own frames, for precise word times
         )
         features = processor.feature_extractor(
             batch, sampling_rate=SAMPLING_RATE, return_tensors="pt", **extractor_options
         )
         output = generate(
             features["input_features"],
-            features.get("attention_mask") if long_form else None,
+            features.get("attention_mask") if long_form or word_timestamps else None,
             max_new_tokens=max_new_tokens,
             return_timestamps=return_timestamps or long_form,
+            **({"return_token_timestamps": True} if word_timestamps else {}),
             **options,
         )
         options.pop("monitor_progress", None)
         tracker.finish(sum(len(c) for c in batch) / SAMPLING_RATE)
-        for index, ids in zip(chunk, output.tolist(), strict=True):
-            results[index] = decode(processor.tokenizer, ids, return_timestamps)
+        sequences = output["sequences"] if word_timestamps else output
+        for row, (index, ids) in enumerate(zip(chunk, sequences.tolist(), strict=True)):
+            result = decode(processor.tokenizer, ids, return_timestamps)
+            if word_timestamps:
+                result = result if isinstance(result, dict) else {"text": result}
+                result["words"] = words_of(processor.tokenizer, ids, output["token_timestamps"][row].tolist())
+            results[index] = result
     if bar is not None:
         bar.close()
     return results
@@ -181,6 +192,37 @@ class _WindowProgress:
         if total_seconds > self.reported:
             self.report(total_seconds - self.reported)
         self.reported = total_seconds
+
+
+def words_of(tokenizer, ids: list[int], times: list[float]) -> list[dict[str, Any]]:
+    """Words with start and end (seconds) from tokens and their start times: a word starts at a text token whose
+    text starts with a space (or after a special or timestamp token) and ends where the token after it starts."""
+    text_limit = tokenizer.convert_tokens_to_ids("<|endoftext|>")
+    words: list[dict[str, Any]] = []
+    current: list[int] = []
+    start = 0.0
+
+    def close(end: float) -> None:
+        text = tokenizer.decode(current).strip()
+        if text:
+            words.append({"word": text, "start": round(start, 2), "end": round(max(end, start), 2)})
+
+    for position, token in enumerate(ids):
+        time = times[position]
+        if token >= text_limit:  # special and timestamp tokens end a word and start none
+            if current:
+                close(time)
+            current = []
+            continue
+        if current and tokenizer.decode([token]).startswith(" "):
+            close(time)
+            current = []
+        if not current:
+            start = time
+        current.append(token)
+    if current:
+        close(times[-1])
+    return words
 
 
 def decode(tokenizer, ids: list[int], return_timestamps: bool) -> Any:

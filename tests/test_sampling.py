@@ -10,6 +10,7 @@ power to catch a wrong acceptance rule.
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 
 import pytest
 import torch
@@ -57,14 +58,22 @@ def exact_distribution(big, source: torch.Tensor) -> dict[tuple[int, ...], float
         threshold = scores.topk(TOP_K).values[-1]
         return torch.softmax(scores.masked_fill(scores < threshold, float("-inf")), dim=-1)
 
+    return outcome_probabilities(next_distribution, HORIZON, eos)
+
+
+def outcome_probabilities(
+    next_distribution: Callable[[tuple[int, ...]], torch.Tensor], horizon: int, eos: int, min_probability: float = 0.0
+) -> dict[tuple[int, ...], float]:
+    """Probability of every outcome (the first ``horizon`` tokens, or up to and including EOS), expanding each
+    prefix over the tokens ``next_distribution(prefix)`` gives more than ``min_probability``."""
     outcomes: dict[tuple[int, ...], float] = {}
 
     def expand(prefix: tuple[int, ...], probability: float) -> None:
-        if len(prefix) == HORIZON or (prefix and prefix[-1] == eos):
+        if len(prefix) == horizon or (prefix and prefix[-1] == eos):
             outcomes[prefix] = probability
             return
         distribution = next_distribution(prefix)
-        for token in distribution.nonzero().flatten().tolist():
+        for token in (distribution > min_probability).nonzero().flatten().tolist():
             expand((*prefix, token), probability * float(distribution[token]))
 
     expand((), 1.0)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 import torch
-from test_sampling import chi_square_p_value
+from test_sampling import chi_square_p_value, outcome_probabilities
 from toy_helpers import build_toy_whisper, toy_features, whisper_draft_sharing_encoder
 from transformers.generation.logits_process import WhisperNoSpeechDetection
 
@@ -274,17 +274,7 @@ def test_sampled_fallback_keeps_the_distribution():
         logits = big(encoder_outputs=captured["encoder"], decoder_input_ids=ids).logits[:, -1].float()
         return torch.softmax(captured["processors"](ids, logits), dim=-1)[0]
 
-    expected: dict[tuple[int, ...], float] = {}
-
-    def expand(prefix: tuple[int, ...], probability: float) -> None:
-        if len(prefix) == HORIZON or (prefix and prefix[-1] == EOS):
-            expected[prefix] = probability
-            return
-        p = distribution(prefix)
-        for token in (p > 1e-6).nonzero().flatten().tolist():
-            expand((*prefix, token), probability * float(p[token]))
-
-    expand((), 1.0)
+    expected = outcome_probabilities(distribution, HORIZON, EOS, min_probability=1e-6)
     assert len(expected) >= 8  # a distribution with real spread
 
     speculator = Seq2SeqSpeculator(big, draft, num_draft_tokens=2, adaptive=False)

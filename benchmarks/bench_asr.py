@@ -10,7 +10,8 @@ pass (warm-up, outputs, decoder calls, statistics):
   conditioning on previous text) on the same base weights, file by file, when ``faster-whisper`` is installed.
 With ``--openai-settings`` every method decodes with openai-whisper's transcription settings instead: temperature
 fallback with its thresholds and conditioning on previous text (Whisper's generate arguments; faster-whisper's
-defaults). A window that falls back is sampled, so outputs may then differ between methods.
+defaults). A window that falls back is sampled, so outputs may then differ between methods. ``--word-timestamps``
+adds word-level timestamps to every method (``return_token_timestamps``; faster-whisper's ``word_timestamps``).
 Short clips: recipes/data/asr_samples (12 TTS clips) and the 5 librivox clips of pocketsphinx-testdata when
 installed, repeated to fill the largest batch. Long form: recipes/data/asr_samples/long_form.wav (about 90 s),
 decoded by Whisper's sequential timestamp-driven windowing. seq2spec's tokens are compared with greedy's, tensor
@@ -19,8 +20,10 @@ for tensor; faster-whisper's text with greedy's text.
     python benchmarks/bench_asr.py                        # batch sizes 1, 4, 16, 64 and long form
     python benchmarks/bench_asr.py --batch-sizes 1 8 --repeats 2
     python benchmarks/bench_asr.py --device cuda --dtype float16
+    python benchmarks/bench_asr.py --dtype int8 --batch-sizes 1 8 --name asr_cpu_int8   # the int8 mode
     python benchmarks/bench_asr.py --batch-sizes --long-form-file other.wav --name asr_cpu_other   # long form only
     python benchmarks/bench_asr.py --batch-sizes 8 --openai-settings --name asr_cpu_openai_settings
+    python benchmarks/bench_asr.py --batch-sizes --openai-settings --word-timestamps --name asr_cpu_openai_words
 """
 
 from __future__ import annotations
@@ -40,6 +43,7 @@ import transformers
 
 from seq2spec import Seq2SeqSpeculator, SpeculationStats, WhisperDecoding
 from seq2spec.default_models import cache_dir, load_whisper_base_pair, whisper_base_sources
+from seq2spec.int8 import float_dtype, is_int8
 from seq2spec.whisper.audio import load_audio
 from seq2spec.whisper.draft import load_whisper_draft, output_token_ids
 
@@ -76,7 +80,9 @@ def ct2_base_dir() -> Path:
     return target
 
 
-def faster_whisper_methods(threads: int, openai_settings: bool = False) -> dict[str, Callable]:
+def faster_whisper_methods(
+    threads: int, openai_settings: bool = False, word_timestamps: bool = False
+) -> dict[str, Callable]:
     try:
         from faster_whisper import WhisperModel
     except ImportError:
@@ -96,7 +102,8 @@ def faster_whisper_methods(threads: int, openai_settings: bool = False) -> dict[
                     beam_size=1,
                     best_of=1,
                     vad_filter=False,
-                    without_timestamps=len(clip) <= 30 * 16000,
+                    without_timestamps=len(clip) <= 30 * 16000 and not word_timestamps,
+                    word_timestamps=word_timestamps,
                     **settings,
                     **LANGUAGE,
                 )
@@ -112,13 +119,15 @@ def bench(args, failures: dict[str, str]) -> list[Row]:
     device = torch.device(args.device)
     big, draft, processor = load_whisper_base_pair(device=device, dtype=DTYPES[args.dtype])
     full_vocabulary_draft = None
-    if output_token_ids(draft) is not None and args.full_vocabulary_variant:
+    if output_token_ids(draft) is not None and args.full_vocabulary_variant and not is_int8(big):
         full_vocabulary_draft = load_whisper_draft(big, full_vocabulary=True)
     counter = DecoderCallCounter(big)
     tokenizer = processor.tokenizer
     clips = short_clips()
     peers = (
-        faster_whisper_methods(args.threads, args.openai_settings) if args.device == "cpu" and not args.no_peers else {}
+        faster_whisper_methods(args.threads, args.openai_settings, args.word_timestamps)
+        if args.device == "cpu" and not args.no_peers
+        else {}
     )
     cases = [(bs, False) for bs in args.batch_sizes] + ([(1, True)] if args.long_form else [])
     decoding = WhisperDecoding(temperature_fallback=True, condition_on_previous_text=True)
@@ -139,10 +148,12 @@ def bench(args, failures: dict[str, str]) -> list[Row]:
             options = {"truncation": False, "padding": "longest", "return_attention_mask": True} if long_form else {}
             features = processor.feature_extractor(chunk, sampling_rate=16000, return_tensors="pt", **options)
             mask = features.get("attention_mask") if long_form else None
-            inputs = features["input_features"].to(device, DTYPES[args.dtype])
+            inputs = features["input_features"].to(device, float_dtype(DTYPES[args.dtype]))
             batches.append((inputs, None if mask is None else mask.to(device), chunk))
         extra = {"return_timestamps": True} if long_form else {}
         extra.update(openai_settings)
+        if args.word_timestamps:
+            extra["return_token_timestamps"] = True
         sampling = {"seed": 0} if "temperature" in openai_settings else {}
 
         def greedy(features, mask, extra=extra):
@@ -195,7 +206,7 @@ def bench(args, failures: dict[str, str]) -> list[Row]:
                         outputs.append(result)
                         continue
                     output, stats = result
-                    outputs.append(output)
+                    outputs.append(output["sequences"] if args.word_timestamps else output)
                     if stats is not None:
                         total.merge(stats)
             except Exception as error:  # another project's method failing here is a result, not a crash
@@ -289,6 +300,11 @@ def main() -> None:
         dest="full_vocabulary_variant",
         action="store_false",
         help="skip the run with the draft scoring all 51,865 tokens instead of its output vocabulary",
+    )
+    parser.add_argument(
+        "--word-timestamps",
+        action="store_true",
+        help="every method also times each word (Whisper's return_token_timestamps, faster-whisper's word_timestamps)",
     )
     parser.add_argument("--repeats", type=int, default=2)
     parser.add_argument("--threads", type=int, default=2)

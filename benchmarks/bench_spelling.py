@@ -39,7 +39,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_core import DecoderCallCounter, processor_name  # noqa: E402
 
 DATA = Path(__file__).resolve().parents[1] / "recipes" / "data" / "spelling_heldout.tsv"
-DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
+# "int8": seq2spec's int8 mode on a CPU (seq2spec.int8); greedy is then the int8 big model's own generate
+DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16, "int8": "int8"}
 
 
 @dataclass

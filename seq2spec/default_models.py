@@ -11,24 +11,28 @@ SPELLER_DIR = Path(__file__).parent / "assets" / "speller"
 
 
 def load_speller(
-    device: str | torch.device | None = None, dtype: torch.dtype | None = None
+    device: str | torch.device | None = None, dtype: torch.dtype | str | None = None
 ) -> tuple[PreTrainedModel, PreTrainedModel, PreTrainedTokenizerBase]:
     """The shipped big corrector, its distilled draft and their shared tokenizer.
 
     The weights are stored in float16; they load as float32 unless ``dtype`` says otherwise (float16 matrix
-    products are slow or unsupported on many CPUs).
+    products are slow or unsupported on many CPUs). ``dtype="int8"``: the int8 mode on a CPU (``seq2spec.int8``).
     """
+    from seq2spec.int8 import float_dtype, is_int8_dtype, quantize_int8_pair
+
     missing = [str(SPELLER_DIR / name) for name in ("big", "small") if not (SPELLER_DIR / name).is_dir()]
     if missing:
         raise FileNotFoundError(
             f"the shipped speller is missing ({', '.join(missing)}): this install has no speller weights; "
             "pass your own models (Seq2SeqSpeculator(big, small) or seq2spec correct --model ...)"
         )
-    dtype = dtype or torch.float32
-    big = AutoModelForSeq2SeqLM.from_pretrained(SPELLER_DIR / "big", dtype=dtype).eval()
-    small = AutoModelForSeq2SeqLM.from_pretrained(SPELLER_DIR / "small", dtype=dtype).eval()
+    weights = float_dtype(dtype) or torch.float32
+    big = AutoModelForSeq2SeqLM.from_pretrained(SPELLER_DIR / "big", dtype=weights).eval()
+    small = AutoModelForSeq2SeqLM.from_pretrained(SPELLER_DIR / "small", dtype=weights).eval()
     if device is not None:
         big, small = big.to(device), small.to(device)
+    if is_int8_dtype(dtype):
+        quantize_int8_pair(big, small)
     tokenizer = AutoTokenizer.from_pretrained(SPELLER_DIR / "big")
     return big, small, tokenizer
 
@@ -92,24 +96,34 @@ def whisper_base_dir() -> Path:
     return target
 
 
-def load_whisper_base(device: str | torch.device | None = None, dtype: torch.dtype | None = None):
-    """``(model, processor)`` for the embedded Whisper base (multilingual), converted on first use."""
+def load_whisper_base(device: str | torch.device | None = None, dtype: torch.dtype | str | None = None):
+    """``(model, processor)`` for the embedded Whisper base (multilingual), converted on first use.
+    ``dtype="int8"``: the int8 mode on a CPU (``seq2spec.int8``)."""
     from transformers import WhisperForConditionalGeneration, WhisperProcessor
 
+    from seq2spec.int8 import float_dtype, is_int8_dtype, quantize_int8
+
     directory = whisper_base_dir()
-    model = WhisperForConditionalGeneration.from_pretrained(directory, dtype=dtype or torch.float32).eval()
+    model = WhisperForConditionalGeneration.from_pretrained(directory, dtype=float_dtype(dtype) or torch.float32)
+    model = model.eval()
     if device is not None:
         model = model.to(device)
+    if is_int8_dtype(dtype):
+        quantize_int8(model)
     return model, WhisperProcessor.from_pretrained(directory)
 
 
-def load_whisper_base_pair(device: str | torch.device | None = None, dtype: torch.dtype | None = None):
+def load_whisper_base_pair(device: str | torch.device | None = None, dtype: torch.dtype | str | None = None):
     """``(base, draft, processor)``: the embedded Whisper base and the shipped 2-layer distilled draft that shares
-    its encoder and embeddings (seq2spec/assets/whisper_base_draft)."""
+    its encoder and embeddings (seq2spec/assets/whisper_base_draft). ``dtype="int8"``: the int8 mode on a CPU."""
+    from seq2spec.int8 import float_dtype, is_int8_dtype, quantize_int8_pair
     from seq2spec.whisper.draft import load_whisper_draft
 
-    big, processor = load_whisper_base(device=device, dtype=dtype)
-    return big, load_whisper_draft(big), processor
+    big, processor = load_whisper_base(device=device, dtype=float_dtype(dtype))
+    draft = load_whisper_draft(big)  # from the float weights: its vocabulary-subset head copies rows of them
+    if is_int8_dtype(dtype):
+        quantize_int8_pair(big, draft)
+    return big, draft, processor
 
 
 def not_for_the_speller(text: str) -> bool:

@@ -10,6 +10,8 @@ from typing import Any
 import torch
 from transformers import PreTrainedModel
 
+from seq2spec.int8 import is_int8
+
 ModelLike = PreTrainedModel | str
 KEYWORDS = ("input-copy", "none")  # what --draft takes besides a model
 _REPO_ID = re.compile(r"^[A-Za-z0-9][\w.-]*(/[\w.-]+)?$")
@@ -83,7 +85,7 @@ def special_ids(model: PreTrainedModel) -> dict[str, Any]:
 def output_vocabulary_size(model: PreTrainedModel) -> int:
     head = model.get_output_embeddings()
     # a draft head that scores a vocabulary subset still emits logits over the whole vocabulary
-    return int(getattr(head, "out_features", head.weight.shape[0]))
+    return int(head.out_features if hasattr(head, "out_features") else head.weight.shape[0])
 
 
 def check_compatible(big: PreTrainedModel, small: PreTrainedModel) -> None:
@@ -121,8 +123,8 @@ def encoders_match(big: PreTrainedModel, small: PreTrainedModel) -> bool:
     big_encoder, small_encoder = big.get_encoder(), small.get_encoder()
     if big_encoder is small_encoder:
         return True
-    if type(big_encoder) is not type(small_encoder):
-        return False
+    if type(big_encoder) is not type(small_encoder) or is_int8(big_encoder) or is_int8(small_encoder):
+        return False  # int8 layers keep their weights out of state_dict: no comparison by weights
     big_state, small_state = big_encoder.state_dict(), small_encoder.state_dict()
     if big_state.keys() != small_state.keys():
         return False

@@ -15,6 +15,7 @@ from seq2spec.decoding.head import BigModelHead
 from seq2spec.decoding.proposal import Proposer
 from seq2spec.decoding.search import SpeculativeSearch
 from seq2spec.drafts.factory import ProposerFactory
+from seq2spec.int8 import float_dtype, is_int8_dtype, quantize_int8_pair
 from seq2spec.options import SpeculationOptions, SpeculationStats, recommended_options
 from seq2spec.pairing import (
     ModelLike,
@@ -97,6 +98,8 @@ class Seq2SeqSpeculator:
     ``options`` (``SpeculationOptions``) say how candidates are proposed; keyword arguments such as
     ``num_draft_tokens=8`` change single fields. A draft that carries tuned options (the shipped ones do) supplies
     the defaults. ``device`` and ``dtype`` apply to models loaded by name; a draft loaded by name follows the big one.
+    ``dtype="int8"`` is the int8 mode on a CPU (``seq2spec.int8``): the output is then that of the int8 big model's
+    own ``generate``.
     """
 
     def __init__(
@@ -108,7 +111,7 @@ class Seq2SeqSpeculator:
         draft: ModelLike | Proposer | None | _Shipped = SHIPPED,
         options: SpeculationOptions | None = None,
         device: str | torch.device | None = None,
-        dtype: torch.dtype | None = None,
+        dtype: torch.dtype | str | None = None,
         **option_changes: Any,
     ) -> None:
         if draft is not SHIPPED:
@@ -123,6 +126,12 @@ class Seq2SeqSpeculator:
             small = None
         # texts the model is not made for come back unchanged (the shipped speller: English-only)
         self.returns_unchanged: Callable[[str], bool] | None = None
+        int8 = is_int8_dtype(dtype)
+        if int8 and not (big is None or isinstance(big, str)):
+            raise ValueError(
+                "dtype applies to models loaded by name; quantise your own models with "
+                "seq2spec.int8.quantize_int8_pair(big, draft) (or quantize_int8(big)) before passing them"
+            )
         if big is None:
             from seq2spec.default_models import load_speller, not_for_the_speller
 
@@ -132,9 +141,10 @@ class Seq2SeqSpeculator:
             tokenizer = shipped_tokenizer if tokenizer is None else tokenizer
         elif small is SHIPPED:
             small = None
+        loaded_by_name = isinstance(big, str)
         self.big = load_model(big, "big")
-        if isinstance(big, str) and (device is not None or dtype is not None):
-            self.big = self.big.to(device=device, dtype=dtype)
+        if loaded_by_name and (device is not None or dtype is not None):
+            self.big = self.big.to(device=device, dtype=float_dtype(dtype))
         self.big_family: Family = family_of(self.big, "big")
         self.small: PreTrainedModel | None = None
         self.small_family: Family | None = None
@@ -146,6 +156,8 @@ class Seq2SeqSpeculator:
             check_compatible(self.big, self.small)
             # a decoder-only assistant has no encoder: it reads the big model's encoder output
             self.shares_encoder = self.small_family.decoder_only or encoders_match(self.big, self.small)
+        if int8 and loaded_by_name:
+            quantize_int8_pair(self.big, self.small if isinstance(small, str) else None)
         base = options if options is not None else SpeculationOptions(**recommended_options(self.small))
         self.options = base.updated(**option_changes)
         if self.options.input_copy and self.small is None and not copy_only:

@@ -11,7 +11,14 @@ import os
 
 import pytest
 import torch
-from toy_helpers import build_toy_whisper, perturbed_copy, toy_features, varied_enough, whisper_draft_sharing_encoder
+from toy_helpers import (
+    build_toy_whisper,
+    long_form_toy_features,
+    perturbed_copy,
+    toy_features,
+    varied_enough,
+    whisper_draft_sharing_encoder,
+)
 
 from seq2spec import Seq2SeqSpeculator
 from seq2spec.toys import FAMILIES, build_toy_model, random_sources
@@ -94,13 +101,42 @@ def test_whisper_short_and_long_form_on_cuda(dtype):
     expected = big.generate(features, max_new_tokens=30, language="fr")
     assert_same(Seq2SeqSpeculator(big, draft).generate(input_features=features, max_new_tokens=30, language="fr"),
                 expected)  # fmt: skip
-    frames = [7000, 4500]
-    features = toy_features(2, max(frames), seed=22)
-    mask = torch.zeros(2, max(frames), dtype=torch.long)
-    for row, length in enumerate(frames):
-        mask[row, :length] = 1
-        features[row, :, length:] = 0.0
+    features, mask = long_form_toy_features([7000, 4500], seed=22)
     features, mask = features.to(DEVICE, DTYPES[dtype]), mask.to(DEVICE)
     kwargs = {"attention_mask": mask, "return_timestamps": True, "language": "en"}
     expected = big.generate(features, **kwargs)
     assert_same(Seq2SeqSpeculator(big, draft).generate(input_features=features, **kwargs), expected)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_whisper_full_generate_on_cuda(dtype):
+    """Whisper's production settings on the device: previous-text conditioning with a prompt (per-row prompts of
+    different lengths), scores, and token timestamps; greedy passes identical to generate's."""
+    big = build_toy_whisper().to(DEVICE, DTYPES[dtype])
+    draft = whisper_draft_sharing_encoder(big)
+    features, mask = long_form_toy_features([7000, 4500, 6100], seed=23)
+    features, mask = features.to(DEVICE, DTYPES[dtype]), mask.to(DEVICE)
+    kwargs = {
+        "attention_mask": mask,
+        "return_timestamps": True,
+        "language": "en",
+        "condition_on_prev_tokens": True,
+        "prompt_ids": torch.tensor([259, 40, 41, 42, 43], device=DEVICE),
+        "return_token_timestamps": True,
+    }
+    expected = big.generate(features, **kwargs)
+    actual = Seq2SeqSpeculator(big, draft).generate(input_features=features, **kwargs)
+    assert_same(actual["sequences"], expected["sequences"])
+    assert (actual["token_timestamps"] - expected["token_timestamps"]).abs().max() <= 0.02
+    short = toy_features(3, seed=5).to(DEVICE, DTYPES[dtype])
+    scored = {"max_new_tokens": 30, "language": "en", "return_dict_in_generate": True, "output_scores": True}
+    expected = big.generate(short, **scored)
+    actual = Seq2SeqSpeculator(big, draft).generate(input_features=short, **scored)
+    assert_same(actual.sequences, expected.sequences)
+    mine, theirs = torch.stack(actual.scores, 1).float(), torch.stack(expected.scores, 1).float()
+    generated = expected.sequences[:, -len(expected.scores) :].tolist()
+    for row, tokens in enumerate(generated):
+        end = tokens.index(256) + 1 if 256 in tokens else len(tokens)  # a finished row's later steps: not compared
+        finite = torch.isfinite(theirs[row, :end])
+        assert torch.equal(finite, torch.isfinite(mine[row, :end]))
+        torch.testing.assert_close(mine[row, :end][finite], theirs[row, :end][finite], rtol=0.02, atol=0.02)

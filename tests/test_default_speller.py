@@ -156,3 +156,33 @@ def test_shipped_speller_meets_its_held_out_targets():
     assert input_cer > 0.02  # the sample is really corrupted
     assert output_cer <= 0.5 * input_cer, (output_cer, input_cer)
     assert sum(a == b for a, b in zip(unchanged, clean, strict=True)) / len(clean) >= 0.95
+
+
+@needs_weights
+def test_int8_mode_equals_int8_greedy(tmp_path, capsys):
+    """dtype="int8" (and --dtype int8): the shipped pair in int8 decodes exactly the int8 big model's greedy output,
+    per-row and with input copy, in a batch of 16 rows."""
+    from seq2spec.int8 import is_int8
+
+    big, small, tokenizer = load_speller(dtype="int8")
+    assert is_int8(big) and is_int8(small.get_encoder()) and not is_int8(small.get_decoder())
+    texts = MORE + MISSPELLED
+    batch = tokenizer(texts, padding=True, return_tensors="pt")
+    expected = big.generate(**batch, do_sample=False, max_new_tokens=96)
+    for options in ({}, {"input_copy": True}):
+        speculator = Seq2SeqSpeculator(big, small, tokenizer, **options)
+        output = speculator.generate(batch["input_ids"], batch["attention_mask"], max_new_tokens=96)
+        assert output.shape == expected.shape and torch.equal(output, expected)
+    source = tmp_path / "typos.txt"
+    source.write_text("\n".join(MISSPELLED) + "\n", encoding="utf-8")
+    assert main(["correct", str(source), "--dtype", "int8"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines == Seq2SeqSpeculator(dtype="int8").correct(MISSPELLED)
+    single = [
+        tokenizer.decode(
+            big.generate(**tokenizer(t, return_tensors="pt"), do_sample=False, max_new_tokens=128)[0],
+            skip_special_tokens=True,
+        )
+        for t in MISSPELLED
+    ]
+    assert lines == single

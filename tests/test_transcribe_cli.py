@@ -213,3 +213,25 @@ def test_word_timestamps(toy_whisper_dirs, audio_folder, tmp_path):
     assert library["words"] == words
     srt = (tmp_path / "results_srt" / "c_44k_stereo.wav.srt").read_text()
     assert srt.count(" --> ") == len(words)
+
+
+def test_int8_dtype(toy_whisper_dirs, audio_folder, tmp_path):
+    """--dtype int8: the texts of the int8 model's own greedy generate, through the draft."""
+    from transformers import WhisperForConditionalGeneration, WhisperProcessor
+
+    from seq2spec.int8 import quantize_int8
+
+    big_dir, draft_dir = toy_whisper_dirs
+    names = ("a_8k_mono.wav", "d_16k_mono.ogg")
+    paths = [next(audio_folder.rglob(name)) for name in names]
+    out = tmp_path / "results.jsonl"
+    args = ["transcribe", *map(str, paths), "--out", str(out), "--model", str(big_dir), "--language", "en"]
+    assert main([*args, "--assistant", str(draft_dir), "--dtype", "int8"]) == 0
+    records = read_records(out)
+
+    big = quantize_int8(WhisperForConditionalGeneration.from_pretrained(big_dir).eval())
+    processor = WhisperProcessor.from_pretrained(big_dir)
+    for name, path in zip(names, paths, strict=True):
+        features = processor.feature_extractor(load_audio(path), sampling_rate=16000, return_tensors="pt")
+        ids = big.generate(features.input_features, language="en", task="transcribe")
+        assert records[name]["text"] == processor.batch_decode(ids, skip_special_tokens=True)[0].strip()

@@ -130,6 +130,17 @@ def toy_features(rows: int, frames: int = 3000, *, seed: int = 0) -> torch.Tenso
     return shape + 0.3 * torch.randn(rows, 80, frames, generator=generator)
 
 
+def long_form_toy_features(frames: list[int], *, seed: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """Long-form toy features, one row per length in ``frames`` (zeros past each row's end), and the attention
+    mask that gives each row's own length."""
+    features = toy_features(len(frames), max(frames), seed=seed)
+    mask = torch.zeros(len(frames), max(frames), dtype=torch.long)
+    for row, length in enumerate(frames):
+        mask[row, :length] = 1
+        features[row, :, length:] = 0.0
+    return features, mask
+
+
 def whisper_causal_assistant(big, decoder_layers: int = 1):
     """A decoder-only ``WhisperForCausalLM`` draft (distil-whisper's assistant layout) from the big model's first
     decoder layers; it reads the big model's encoder output."""

@@ -141,11 +141,14 @@ def load_speculator(args: argparse.Namespace):
     if args.model:
         return Seq2SeqSpeculator(args.model, assistant, device=args.device, dtype=dtype, **speculation_changes(args))
     from seq2spec.default_models import load_whisper_base
+    from seq2spec.int8 import float_dtype, is_int8_dtype, quantize_int8_pair
     from seq2spec.whisper.draft import WHISPER_BASE_DRAFT_DIR, load_whisper_draft
 
-    big, processor = load_whisper_base(device=args.device, dtype=dtype)
+    big, processor = load_whisper_base(device=args.device, dtype=float_dtype(dtype))
     if args.assistant is None and WHISPER_BASE_DRAFT_DIR.is_dir():
         assistant = load_whisper_draft(big)  # the shipped distilled draft, with its tuned options
+    if is_int8_dtype(dtype):
+        quantize_int8_pair(big, assistant if not isinstance(assistant, str) else None)
     return Seq2SeqSpeculator(big, assistant, processor, **speculation_changes(args))
 
 

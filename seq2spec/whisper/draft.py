@@ -147,6 +147,11 @@ def load_whisper_draft(big, directory: str | Path | None = None, *, full_vocabul
     """
     from safetensors.torch import load_file
 
+    if getattr(big, "seq2spec_int8", False):
+        raise ValueError(
+            "the big model is already quantised to int8; attach the draft to the float model first, then quantise "
+            "both: seq2spec.int8.quantize_int8_pair(big, draft), or load_whisper_base_pair(dtype='int8')"
+        )
     directory = Path(directory) if directory is not None else WHISPER_BASE_DRAFT_DIR
     config_path, weights_path = directory / CONFIG_FILE, directory / WEIGHTS_FILE
     if not config_path.is_file() or not weights_path.is_file():

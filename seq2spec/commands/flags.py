@@ -54,7 +54,7 @@ def add_runtime_flags(parser: argparse.ArgumentParser, *, dtypes: tuple[str, ...
         choices=dtypes,
         default="float32",
         help="the models' precision (default float32); int8, on a CPU: int8 linear layers, output identical to the "
-        "int8 model's own greedy decoding (typically several times faster than float32, transcripts may differ)",
+        "int8 model's own greedy decoding (transcripts may differ slightly from float32's)",
     )
     parser.add_argument("--threads", type=positive_int, help="CPU threads for torch (default: torch's own choice)")
 

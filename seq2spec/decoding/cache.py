@@ -9,8 +9,23 @@ relative positions (T5) stay exact. The cross-attention cache is computed once a
 
 from __future__ import annotations
 
+import functools
+import inspect
+
 import torch
 from transformers import EncoderDecoderCache
+
+
+@functools.cache
+def _cache_keyword(forward_type: type) -> str:
+    names = inspect.signature(forward_type.forward).parameters
+    return "cache" if "cache" in names and "past_key_values" not in names else "past_key_values"
+
+
+def cache_argument(model: torch.nn.Module, cache: object) -> dict[str, object]:
+    """``{name: cache}`` under the keyword the model's forward takes: ``cache`` (transformers >= 5.24) or
+    ``past_key_values`` (earlier releases, and models that still use it)."""
+    return {_cache_keyword(type(model)): cache}
 
 
 def _self_attention_layers(cache: EncoderDecoderCache) -> list:

@@ -88,7 +88,7 @@ class DecoderRunner:
                     input_ids=tokens,
                     attention_mask=mask,
                     encoder_outputs=(self.encoder_hidden_states,),
-                    past_key_values=self.cache,
+                    **cache_ops.cache_argument(self.model, self.cache),
                     use_cache=True,
                 )
             else:
@@ -97,7 +97,7 @@ class DecoderRunner:
                     attention_mask=self.encoder_attention_mask,
                     decoder_input_ids=tokens,
                     decoder_attention_mask=mask,
-                    past_key_values=self.cache,
+                    **cache_ops.cache_argument(self.model, self.cache),
                     use_cache=True,
                 )
         return output.logits.float()

@@ -22,6 +22,7 @@ import torch
 import torch.nn.functional as F
 from transformers import DynamicCache, EncoderDecoderCache, PreTrainedModel
 
+from seq2spec.decoding.cache import cache_argument
 from seq2spec.drafts.dense import Dense, checked_lean_step
 
 LEAN_FAMILIES = frozenset({"t5", "mt5"})
@@ -132,7 +133,7 @@ class LeanT5Decoder:
                 attention_mask=source_mask,
                 decoder_input_ids=tokens,
                 decoder_attention_mask=slots.long(),
-                past_key_values=theirs,
+                **cache_argument(model, theirs),
                 use_cache=True,
             ).logits.float()
             mine = self(tokens, ours, encoded, source_mask, pad)

@@ -29,6 +29,7 @@ for tensor; faster-whisper's text with greedy's text.
 from __future__ import annotations
 
 import argparse
+import atexit
 import json
 import shutil
 import statistics
@@ -44,6 +45,7 @@ import transformers
 from seq2spec import Seq2SeqSpeculator, SpeculationStats, WhisperDecoding
 from seq2spec.default_models import cache_dir, load_whisper_base_pair, whisper_base_sources
 from seq2spec.int8 import float_dtype, is_int8
+from seq2spec.memory import retain_freed_memory
 from seq2spec.whisper.audio import load_audio
 from seq2spec.whisper.draft import load_whisper_draft, output_token_ids
 
@@ -80,36 +82,93 @@ def ct2_base_dir() -> Path:
     return target
 
 
+def _faster_whisper_worker(requests, replies, threads: int, settings: dict, word_timestamps: bool) -> None:
+    """A child process: both faster-whisper models, transcribing the clips each request names and timing itself."""
+    from faster_whisper import WhisperModel
+
+    models = {
+        compute_type: WhisperModel(str(ct2_base_dir()), device="cpu", compute_type=compute_type, cpu_threads=threads)
+        for compute_type in ("int8", "float32")
+    }
+    for compute_type, clips in iter(requests.get, None):
+        start = time.perf_counter()
+        texts = []
+        for clip in clips:
+            segments, _ = models[compute_type].transcribe(
+                clip,
+                beam_size=1,
+                best_of=1,
+                vad_filter=False,
+                without_timestamps=len(clip) <= 30 * 16000 and not word_timestamps,
+                word_timestamps=word_timestamps,
+                **settings,
+                **LANGUAGE,
+            )
+            texts.append("".join(s.text for s in segments).strip())
+        replies.put((texts, time.perf_counter() - start))
+
+
+class PeerRun:
+    """One faster-whisper model of the child process as a method: ``run(clips)`` returns the texts; ``seconds``
+    is the time the child took for them."""
+
+    def __init__(self, peer: FasterWhisper, compute_type: str) -> None:
+        self.peer, self.compute_type, self.seconds = peer, compute_type, 0.0
+
+    def __call__(self, clips: list) -> list[str]:
+        texts = self.peer.run(self.compute_type, clips)
+        self.seconds = self.peer.seconds
+        return texts
+
+
+class FasterWhisper:
+    """faster-whisper (CTranslate2) in a child process of its own.
+
+    In one process with PyTorch, CTranslate2's OpenMP runtime (a second copy of libgomp) slowed every later PyTorch
+    run on a two-core CPU by up to 60%, so the peer runs apart; ``seconds`` is the time of its last call measured
+    in the child, without the transfer of clips and texts.
+    """
+
+    def __init__(self, threads: int, settings: dict, word_timestamps: bool) -> None:
+        import multiprocessing
+
+        context = multiprocessing.get_context("spawn")
+        self.requests, self.replies = context.Queue(), context.Queue()
+        arguments = (self.requests, self.replies, threads, settings, word_timestamps)
+        self.process = context.Process(target=_faster_whisper_worker, args=arguments, daemon=True)
+        self.process.start()
+        self.seconds = 0.0
+        atexit.register(self.close)
+
+    def run(self, compute_type: str, clips: list) -> list[str]:
+        self.requests.put((compute_type, clips))
+        texts, self.seconds = self.replies.get()
+        return texts
+
+    def close(self) -> None:
+        if self.process.is_alive():
+            self.requests.put(None)
+            self.process.join(30)
+        for queue in (self.requests, self.replies):
+            queue.close()
+            queue.join_thread()
+
+
 def faster_whisper_methods(
     threads: int, openai_settings: bool = False, word_timestamps: bool = False
 ) -> dict[str, Callable]:
+    """``{"faster-whisper int8": run, "faster-whisper float32": run}``, each a ``PeerRun`` of one child process."""
     try:
-        from faster_whisper import WhisperModel
+        import faster_whisper  # noqa: F401 - only whether it is installed
     except ImportError:
         print("faster-whisper is not installed: its rows are skipped (pip install faster-whisper)")
         return {}
-    methods = {}
     # openai-whisper's settings are faster-whisper's defaults; otherwise plain greedy decoding
     settings = {} if openai_settings else {"temperature": 0.0, "condition_on_previous_text": False}
+    peer = FasterWhisper(threads, settings, word_timestamps)
+    methods = {}
     for compute_type in ("int8", "float32"):
-        model = WhisperModel(str(ct2_base_dir()), device="cpu", compute_type=compute_type, cpu_threads=threads)
-
-        def run(clips, m=model):
-            texts = []
-            for clip in clips:
-                segments, _ = m.transcribe(
-                    clip,
-                    beam_size=1,
-                    best_of=1,
-                    vad_filter=False,
-                    without_timestamps=len(clip) <= 30 * 16000 and not word_timestamps,
-                    word_timestamps=word_timestamps,
-                    **settings,
-                    **LANGUAGE,
-                )
-                texts.append("".join(s.text for s in segments).strip())
-            return texts
-
+        run = PeerRun(peer, compute_type)
         methods[f"faster-whisper {compute_type}"] = run
     return methods
 
@@ -234,12 +293,13 @@ def bench(args, failures: dict[str, str]) -> list[Row]:
             for name, method in methods.items():
                 if device.type == "cuda":
                     torch.cuda.synchronize()
-                start = time.perf_counter()
+                start, peer_seconds = time.perf_counter(), 0.0
                 for batch in batches:
                     call(name, method, batch)
+                    peer_seconds += getattr(method, "seconds", 0.0)
                 if device.type == "cuda":
                     torch.cuda.synchronize()
-                times[name].append(time.perf_counter() - start)
+                times[name].append(peer_seconds if name in peers else time.perf_counter() - start)
         seconds = {name: statistics.median(values) for name, values in times.items()}
 
         eos = big.generation_config.eos_token_id
@@ -314,6 +374,7 @@ def main() -> None:
     parser.add_argument("--name", help="file stem of the results (default asr_cpu or asr_cuda)")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
+    retain_freed_memory()  # as the commands do: no page faults on buffers reused every call
     if args.device == "cpu":
         machine = f"CPU {processor_name()}, {args.threads} threads, torch {torch.__version__}, {args.dtype}"
     else:

@@ -22,6 +22,7 @@ from pathlib import Path
 import torch
 
 from seq2spec import Seq2SeqSpeculator
+from seq2spec.memory import retain_freed_memory
 from seq2spec.toys import build_toy_pair, random_sources
 
 
@@ -222,6 +223,7 @@ def main() -> None:
     if args.quick:
         args.pairs, args.inputs, args.repeats = ["small"], 16, 1
     torch.set_num_threads(args.threads)
+    retain_freed_memory()  # as the commands do: no page faults on buffers reused every call
     torch.manual_seed(0)
     machine = f"{processor_name()}, {args.threads} torch threads, torch {torch.__version__}"
     rows = [row for pair in args.pairs for row in bench_pair(pair, args)]

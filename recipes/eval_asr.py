@@ -28,6 +28,7 @@ import torch
 from metrics import error_counts, text_normalizer
 
 from seq2spec import Seq2SeqSpeculator
+from seq2spec.memory import retain_freed_memory
 from seq2spec.whisper.audio import SAMPLING_RATE, load_audio
 from seq2spec.whisper.transcription import transcribe_clips
 
@@ -134,6 +135,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--name", default="asr")
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
+    retain_freed_memory()  # as the commands do: no page faults on buffers reused every call
 
     names, clips, references = load_references(args.folder, args.references)
     if args.limit:

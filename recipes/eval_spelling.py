@@ -7,6 +7,13 @@ reference, word-level precision/recall/F1 of the corrections, wall time, and for
 rate and tokens per big-model forward, plus the share of outputs identical between the two (it must be 100%: if
 any differ, they are listed and the recipe exits with status 1).
 
+Beside the model, on the same pairs, the classical spell checkers a user would pick instead (``--peers``, default
+``symspellpy,pyspellchecker``; ``none`` for none), word by word with case and punctuation kept (see
+``classical_spellers.py``). For every system a second table gives CER/WER, correction precision/recall/F1 and, per
+word (``metrics.typo_counts``): the share of typos fixed (a typo: a source word differing from its reference word),
+for capitalised and lower-case typo words apart, the share of clean sentences (source == reference) left unchanged
+and the share of correct source words broken.
+
 Writes ``<out>/<name>.json``, ``<name>.md`` and ``<name>.png``. With no arguments it runs the shipped speller pair
 on the shipped held-out sample (``recipes/data/spelling_heldout.tsv``).
 
@@ -24,10 +31,12 @@ import time
 from pathlib import Path
 
 import torch
-from metrics import correction_counts, error_counts
+from classical_spellers import PEERS, correct_texts, load_peer
+from metrics import correction_counts, error_counts, typo_counts
 from tqdm import tqdm
 
 from seq2spec import Seq2SeqSpeculator
+from seq2spec.memory import retain_freed_memory
 
 DEFAULT_DATA = Path(__file__).resolve().parent / "data" / "spelling_heldout.tsv"
 
@@ -75,7 +84,54 @@ def quality(sources: list[str], references: list[str], outputs: list[str]) -> di
         "cer": error_counts(references, outputs, "char").rate,
         "wer": error_counts(references, outputs, "word").rate,
         "corrections": correction_counts(sources, references, outputs).as_dict(),
+        "typos": typo_counts(sources, references, outputs).as_dict(),
     }
+
+
+def run_peers(names: list[str], sources: list[str], references: list[str]) -> dict:
+    """Each peer's corrections of ``sources`` scored like the model's; a peer whose package is missing is skipped."""
+    results = {}
+    for name in names:
+        try:
+            correct_word = load_peer(name)
+        except ImportError as error:
+            print(f"{error}: no {name} row", file=sys.stderr)
+            continue
+        print(f"{name}, word by word ...", file=sys.stderr)
+        started = time.perf_counter()
+        outputs = correct_texts(sources, correct_word)
+        results[name] = {**quality(sources, references, outputs), "seconds": time.perf_counter() - started}
+        results[name]["outputs"] = outputs
+    return results
+
+
+def systems_markdown(report: dict) -> list[str]:
+    """The second table: one row per system (the noisy input, the model, each peer)."""
+    typos = report["speculative"]["typos"]
+    lines = [
+        "",
+        f"{typos['typos']} typos ({typos['capitalised_typos']} capitalised), {typos['clean_sentences']} clean "
+        f"sentences, {typos['correct_words']} correct source words",
+        "",
+        "| system | CER | WER | correction precision | correction recall | correction F1 | typos fixed "
+        "| capitalised typos fixed | lower-case typos fixed | clean sentences unchanged | correct words broken "
+        "| wall time, s |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        f"| noisy input | {report['source']['cer']:.4f} | {report['source']['wer']:.4f} | | | | | | | | | |",
+    ]
+    rows = [(f"{report['model']} (seq2spec)", report["speculative"])]
+    if report["differing"]:
+        rows.append((f"{report['model']} (greedy)", report["greedy"]))
+    rows += list(report.get("peers", {}).items())
+    for name, result in rows:
+        c, t = result["corrections"], result["typos"]
+        lines.append(
+            f"| {name} | {result['cer']:.4f} | {result['wer']:.4f} | {c['precision']:.3f} | {c['recall']:.3f} "
+            f"| {c['f1']:.3f} | {t['fixed_share']:.1%} | {t['capitalised_fixed_share']:.1%} "
+            f"| {t['lowercase_fixed_share']:.1%} | {t['clean_unchanged_share']:.1%} | {t['broken_share']:.2%} "
+            f"| {result['seconds']:.2f} |"
+        )
+    return lines
 
 
 def markdown(report: dict) -> str:
@@ -97,7 +153,7 @@ def markdown(report: dict) -> str:
         f"| tokens per big forward | | 1.00 | {s['tokens_per_big_forward']:.2f} |",
         f"| outputs identical to greedy | | | {report['identical_share']:.1%} |",
     ]
-    return "\n".join(lines) + "\n"
+    return "\n".join(lines + systems_markdown(report)) + "\n"
 
 
 def plot(report: dict, path: Path) -> None:
@@ -111,9 +167,13 @@ def plot(report: dict, path: Path) -> None:
     import matplotlib.pyplot as plt
 
     figure, (left, right) = plt.subplots(1, 2, figsize=(8, 3.4))
-    names = ["source", "greedy", "seq2spec"]
+    peers = report.get("peers", {})
+    names = ["source", "greedy", "seq2spec", *peers]
     cers = [report["source"]["cer"], report["greedy"]["cer"], report["speculative"]["cer"]]
-    left.bar(names, cers, color=["grey", "tab:blue", "tab:orange"])
+    cers += [peer["cer"] for peer in peers.values()]
+    colours = ["grey", "tab:blue", "tab:orange", "tab:green", "tab:purple", "tab:brown"]
+    left.bar(names, cers, color=colours[: len(names)])
+    left.tick_params(axis="x", labelsize=7)
     left.set_title("CER against the reference")
     seconds = [report["greedy"]["seconds"], report["speculative"]["seconds"]]
     right.bar(["greedy", "seq2spec"], seconds, color=["tab:blue", "tab:orange"])
@@ -137,8 +197,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--out", type=Path, default=Path("eval_results"))
     parser.add_argument("--name", default="spelling")
+    parser.add_argument(
+        "--peers",
+        default=",".join(PEERS),
+        help="classical spell checkers scored beside the model, comma-separated, or 'none' (default: %(default)s)",
+    )
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
+    retain_freed_memory()  # as the commands do: no page faults on buffers reused every call
+    peer_names = [name.strip() for name in args.peers.split(",") if name.strip() not in ("", "none")]
+    unknown = [name for name in peer_names if name not in PEERS]
+    if unknown:
+        parser.error(f"unknown peers {unknown}; known: {', '.join(PEERS)}")
 
     sources, references = load_pairs(args.data, args.source_column, args.reference_column, args.limit)
     draft = None if args.draft in (None, "none") else args.draft
@@ -147,6 +217,8 @@ def main(argv: list[str] | None = None) -> int:
 
         big, _, tokenizer = load_speller()
         speculator = Seq2SeqSpeculator(big, None, tokenizer)
+    elif args.draft is None:  # the shipped draft with the shipped model, no draft with another model
+        speculator = Seq2SeqSpeculator(args.model)
     else:
         speculator = Seq2SeqSpeculator(args.model, draft)
     speculator.correct(sources[: min(4, len(sources))], batch_size=args.batch_size, prefix=args.prefix)  # warm-up
@@ -160,6 +232,7 @@ def main(argv: list[str] | None = None) -> int:
     speculative = speculator.correct(sources, batch_size=args.batch_size, prefix=args.prefix, progress=True)
     speculative_seconds = time.perf_counter() - started
     stats = speculator.last_stats
+    peers = run_peers(peer_names, sources, references)
 
     differing = [i for i, (a, b) in enumerate(zip(greedy, speculative, strict=True)) if a != b]
     report = {
@@ -182,6 +255,11 @@ def main(argv: list[str] | None = None) -> int:
         "speedup": greedy_seconds / speculative_seconds if speculative_seconds else 0.0,
         "identical_share": 1 - len(differing) / max(1, len(sources)),
         "differing": [{"index": i, "greedy": greedy[i], "seq2spec": speculative[i]} for i in differing],
+        "peers": {name: {k: v for k, v in result.items() if k != "outputs"} for name, result in peers.items()},
+        "outputs": [
+            {"source": s, "reference": r, "seq2spec": o, **{name: peers[name]["outputs"][i] for name in peers}}
+            for i, (s, r, o) in enumerate(zip(sources, references, speculative, strict=True))
+        ],
     }
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / f"{args.name}.json").write_text(json.dumps(report, indent=2, ensure_ascii=False))

@@ -124,6 +124,101 @@ def correction_counts(sources: Sequence[str], references: Sequence[str], outputs
     return counts
 
 
+# ----------------------------------------------------------------------------- typos, clean sentences, broken words
+
+
+@dataclass
+class TypoCounts:
+    """Per word, over source/reference/output triples (words split at whitespace, aligned with difflib).
+
+    A *typo* is a source word that differs from its reference word (one for one; a split or merged word, where
+    the counts differ, is one typo); it is *fixed* when its reference word(s) come out aligned in the output. A
+    typo is *capitalised* when its reference word starts with a capital letter (sentence-initial words included).
+    A *clean* sentence has source == reference; it is *unchanged* when the output equals it. A *correct* word is a
+    source word equal to its reference word; it is *broken* when the output does not keep it."""
+
+    typos: int = 0
+    fixed: int = 0
+    capitalised_typos: int = 0
+    capitalised_fixed: int = 0
+    clean_sentences: int = 0
+    clean_unchanged: int = 0
+    correct_words: int = 0
+    broken_words: int = 0
+
+    @staticmethod
+    def _share(part: int, whole: int) -> float:
+        return part / whole if whole else 0.0
+
+    @property
+    def fixed_share(self) -> float:
+        return self._share(self.fixed, self.typos)
+
+    @property
+    def capitalised_fixed_share(self) -> float:
+        return self._share(self.capitalised_fixed, self.capitalised_typos)
+
+    @property
+    def lowercase_fixed_share(self) -> float:
+        return self._share(self.fixed - self.capitalised_fixed, self.typos - self.capitalised_typos)
+
+    @property
+    def clean_unchanged_share(self) -> float:
+        return self._share(self.clean_unchanged, self.clean_sentences)
+
+    @property
+    def broken_share(self) -> float:
+        return self._share(self.broken_words, self.correct_words)
+
+    def as_dict(self) -> dict:
+        shares = ("fixed", "capitalised_fixed", "lowercase_fixed", "clean_unchanged", "broken")
+        return {**asdict(self), **{f"{name}_share": getattr(self, f"{name}_share") for name in shares}}
+
+
+def _kept(a: list[str], b: list[str]) -> set[int]:
+    """Indices of ``a``'s words that difflib aligns with an equal word of ``b``."""
+    matcher = difflib.SequenceMatcher(a=a, b=b, autojunk=False)
+    return {i for tag, i1, i2, _, _ in matcher.get_opcodes() if tag == "equal" for i in range(i1, i2)}
+
+
+def _capitalised(word: str) -> bool:
+    return next((ch for ch in word if ch.isalpha()), "").isupper()
+
+
+def typo_counts(sources: Sequence[str], references: Sequence[str], outputs: Sequence[str]) -> TypoCounts:
+    if not len(sources) == len(references) == len(outputs):
+        raise ValueError(f"{len(sources)} sources, {len(references)} references, {len(outputs)} outputs")
+    counts = TypoCounts()
+    for source, reference, output in zip(sources, references, outputs, strict=True):
+        if source == reference:
+            counts.clean_sentences += 1
+            counts.clean_unchanged += output == source
+        src, ref, out = source.split(), reference.split(), output.split()
+        kept_in_output = _kept(src, out)
+        reference_in_output = _kept(ref, out)
+        made = None
+        matcher = difflib.SequenceMatcher(a=src, b=ref, autojunk=False)
+        for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+            if tag == "equal":
+                counts.correct_words += i2 - i1
+                counts.broken_words += sum(i not in kept_in_output for i in range(i1, i2))
+                continue
+            if j1 == j2:  # a source word to delete: fixed when the output makes that very edit
+                made = word_edits(source, output) if made is None else made
+                typos = [(None, (i1, i2, ()) in made)]
+            elif i2 - i1 == j2 - j1:  # word for word: each word is a typo of its own
+                typos = [(j, j in reference_in_output) for j in range(j1, j2)]
+            else:  # split or merged words: one typo
+                typos = [(j1, all(j in reference_in_output for j in range(j1, j2)))]
+            for j, fixed in typos:
+                capitalised = _capitalised(ref[j] if j is not None else src[i1])
+                counts.typos += 1
+                counts.fixed += fixed
+                counts.capitalised_typos += capitalised
+                counts.capitalised_fixed += capitalised and fixed
+    return counts
+
+
 # ----------------------------------------------------------------------------- normalisation
 
 

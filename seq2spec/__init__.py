@@ -3,7 +3,8 @@
 The public face: ``Seq2SeqSpeculator`` (decode with a big model and a draft), ``SpeculationOptions`` (how candidates
 are proposed), ``SpeculationStats`` (what a call did), ``WhisperDecoding`` (temperature fallback, previous-text
 conditioning and a prompt for Whisper's ``transcribe``), and the ``Proposer`` protocol with its ``Proposal`` and
-``DecodingBatch`` values, for proposers of your own. Names that pull in torch load on first use, so the command line
+``DecodingBatch`` values, for proposers of your own; ``retain_freed_memory`` (CPU speed on Linux: glibc keeps freed
+memory for reuse, as the commands do). Names that pull in torch load on first use, so the command line
 starts quickly.
 """
 
@@ -11,6 +12,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from seq2spec.memory import retain_freed_memory
 from seq2spec.options import SpeculationOptions, SpeculationStats
 
 if TYPE_CHECKING:
@@ -26,6 +28,7 @@ __all__ = [
     "SpeculationOptions",
     "SpeculationStats",
     "WhisperDecoding",
+    "retain_freed_memory",
 ]
 __version__ = "0.1.0"
 

@@ -76,7 +76,9 @@ class Int8Linear(nn.Module):
         if hidden.device.type != "cpu":
             raise RuntimeError(f"int8 layers run on a CPU; the input is on {hidden.device}")
         rows = hidden.reshape(-1, self.in_features).float()
-        scale = rows.abs().amax(dim=-1, keepdim=True).clamp_(min=SMALLEST_SCALE)
+        # each row's largest magnitude; two reductions read the rows without writing an ``abs`` copy of them
+        scale = torch.maximum(rows.amax(dim=-1, keepdim=True), rows.amin(dim=-1, keepdim=True).neg_())
+        scale.clamp_(min=SMALLEST_SCALE)
         normalised = rows.new_empty(rows.shape[0], self.in_features + RANGE_COLUMNS)
         normalised[:, self.in_features :] = self._range
         torch.div(rows, scale, out=normalised[:, : self.in_features])

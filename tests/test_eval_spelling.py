@@ -1,10 +1,12 @@
-"""recipes/eval_spelling.py end to end on a small byte-level model saved to disk."""
+"""recipes/eval_spelling.py end to end on a small byte-level model saved to disk; the classical peers' word handling
+and the per-word typo counts."""
 
 from __future__ import annotations
 
 import json
 
 import eval_spelling  # noqa: E402
+import pytest
 
 
 def test_recipe_reports_identical_outputs_and_figures(toy_byte_models, tmp_path):
@@ -61,3 +63,42 @@ def test_recipe_reports_identical_outputs_and_figures(toy_byte_models, tmp_path)
         ]
     )
     assert status == 0 and json.loads((out / "copy.json").read_text())["pairs"] == 4
+
+
+def test_peer_word_handling_keeps_case_punctuation_and_non_words():
+    from classical_spellers import correct_text
+
+    fixes = {"teh": "the", "recieve": "receive", "wrold": "world", "cta": "cat", "dont": "don't", "nd": "and"}
+    asked = []
+
+    def correct_word(word):
+        asked.append(word)
+        return fixes.get(word)
+
+    text = 'Teh TEH teh (recieve), "Wrold!" 3teh te2h teh-cta dont\'s iPhon McDonld cta.  nd'
+    assert correct_text(text, correct_word) == (
+        'The THE the (receive), "World!" 3teh te2h teh-cta dont\'s iPhon McDonld cat.  and'
+    )
+    # only plain alphabetic words in lower, capitalised or all-caps form reach the checker, in lower case
+    assert sorted(set(asked)) == ["cta", "nd", "recieve", "teh", "wrold"]
+    assert correct_text("known words stay", lambda word: None) == "known words stay"
+
+
+def test_symspellpy_peer_restores_case():
+    pytest.importorskip("symspellpy")
+    from classical_spellers import correct_text, load_peer
+
+    symspell = load_peer("symspellpy")
+    assert correct_text("Teh RECIEVE, (thier) 2nd e.g. Debian's", symspell) == "The RECEIVE, (their) 2nd e.g. Debian's"
+
+
+def test_typo_counts_per_word():
+    from metrics import typo_counts
+
+    sources = ["Teh cat sat", "the dog ran", "a lot of thigns", "This is anintroduction"]
+    references = ["The cat sat", "the dog ran", "a lot of things", "This is an introduction"]
+    outputs = ["The cat sat", "the dig ran", "a lot of thigns", "This is an introduction"]
+    counts = typo_counts(sources, references, outputs)
+    assert (counts.typos, counts.fixed, counts.capitalised_typos, counts.capitalised_fixed) == (3, 2, 1, 1)
+    assert counts.lowercase_fixed_share == 0.5 and counts.clean_unchanged_share == 0.0
+    assert (counts.correct_words, counts.broken_words) == (10, 1)

@@ -17,7 +17,7 @@ from seq2spec.commands.flags import (
     add_ray_flags,
     add_runtime_flags,
     add_speculation_flags,
-    apply_threads,
+    apply_process_settings,
     positive_int,
     speculation_changes,
     torch_dtype,
@@ -128,7 +128,7 @@ class StreamOutput:
 
 
 def run(args: argparse.Namespace) -> int:
-    apply_threads(args)
+    apply_process_settings(args)
     inputs = list(args.inputs) or [STDIN]
     files = [path for path in inputs if path != STDIN]
     try:

@@ -6,6 +6,7 @@ import argparse
 from dataclasses import MISSING, fields
 from typing import Any
 
+from seq2spec.memory import retain_freed_memory
 from seq2spec.options import SpeculationOptions
 
 DTYPE_NAMES = ("float32", "float16", "bfloat16")
@@ -68,7 +69,9 @@ def torch_dtype(name: str):
     return getattr(torch, name)
 
 
-def apply_threads(args: argparse.Namespace) -> None:
+def apply_process_settings(args: argparse.Namespace) -> None:
+    """--threads, and glibc keeping freed memory for reuse (``seq2spec.memory``): a command is one long job."""
+    retain_freed_memory()
     if getattr(args, "threads", None):
         import torch
 

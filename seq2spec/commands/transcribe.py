@@ -20,7 +20,7 @@ from seq2spec.commands.flags import (
     add_ray_flags,
     add_runtime_flags,
     add_speculation_flags,
-    apply_threads,
+    apply_process_settings,
     positive_int,
     speculation_changes,
     torch_dtype,
@@ -153,7 +153,7 @@ def load_speculator(args: argparse.Namespace):
 
 
 def run(args: argparse.Namespace) -> int:
-    apply_threads(args)
+    apply_process_settings(args)
     try:
         files = find_audio(args.inputs)
         check_output_path(args.out, files)

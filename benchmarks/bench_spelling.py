@@ -278,7 +278,8 @@ def main() -> None:
     rows = bench(args, failures)
     args.out.mkdir(parents=True, exist_ok=True)
     device_tag = "cpu" if args.device == "cpu" else "cuda"
-    stem = args.out / f"spelling_{device_tag}{'_quick' if args.quick else ''}"
+    precision_tag = "_int8" if args.dtype == "int8" else ""
+    stem = args.out / f"spelling_{device_tag}{precision_tag}{'_quick' if args.quick else ''}"
     record = {
         "machine": machine,
         "args": {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()},

@@ -37,6 +37,7 @@ from tqdm import tqdm
 
 from seq2spec import Seq2SeqSpeculator
 from seq2spec.memory import retain_freed_memory
+from seq2spec.text_pieces import join_pieces, split_text
 
 DEFAULT_DATA = Path(__file__).resolve().parent / "data" / "spelling_heldout.tsv"
 
@@ -62,8 +63,16 @@ def load_pairs(path: Path, source_column: str, reference_column: str, limit: int
     return sources, references
 
 
-def decode_greedy(speculator: Seq2SeqSpeculator, texts: list[str], batch_size: int, prefix: str | None) -> list[str]:
-    """Plain ``big.generate(do_sample=False)`` over the same length-sorted batches ``correct`` uses."""
+def decode_greedy(
+    speculator: Seq2SeqSpeculator, texts: list[str], batch_size: int, prefix: str | None, split_longer_than: int | None
+) -> list[str]:
+    """Plain ``big.generate(do_sample=False)`` over the same length-sorted batches ``correct`` uses; a text longer
+    than ``split_longer_than`` characters piece by piece, as ``correct`` cuts it."""
+    if split_longer_than is not None and any(len(text) > split_longer_than for text in texts):
+        splits = [split_text(t, split_longer_than) if len(t) > split_longer_than else None for t in texts]
+        pieces = [part for text, cut in zip(texts, splits, strict=True) for part in (cut.pieces if cut else [text])]
+        decoded = iter(decode_greedy(speculator, pieces, batch_size, prefix, None))
+        return [join_pieces(cut, [next(decoded) for _ in cut.pieces]) if cut else next(decoded) for cut in splits]
     tokenizer, big = speculator.tokenizer, speculator.big
     sources = [prefix + t if prefix else t for t in texts]
     encoded = [tokenizer(s)["input_ids"] for s in sources]
@@ -198,6 +207,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=Path("eval_results"))
     parser.add_argument("--name", default="spelling")
     parser.add_argument(
+        "--split-longer-than",
+        type=int,
+        metavar="CHARS",
+        help="correct a text longer than CHARS characters sentence by sentence (0: every text whole; default: the "
+        "model's own limit, 140 for the shipped speller)",
+    )
+    parser.add_argument(
         "--peers",
         default=",".join(PEERS),
         help="classical spell checkers scored beside the model, comma-separated, or 'none' (default: %(default)s)",
@@ -212,24 +228,24 @@ def main(argv: list[str] | None = None) -> int:
 
     sources, references = load_pairs(args.data, args.source_column, args.reference_column, args.limit)
     draft = None if args.draft in (None, "none") else args.draft
-    if args.model is None and args.draft == "none":
-        from seq2spec.default_models import load_speller
-
-        big, _, tokenizer = load_speller()
-        speculator = Seq2SeqSpeculator(big, None, tokenizer)
+    if args.model is None and args.draft == "none":  # the shipped speller without its draft
+        speculator = Seq2SeqSpeculator(small=None)
     elif args.draft is None:  # the shipped draft with the shipped model, no draft with another model
         speculator = Seq2SeqSpeculator(args.model)
     else:
         speculator = Seq2SeqSpeculator(args.model, draft)
-    speculator.correct(sources[: min(4, len(sources))], batch_size=args.batch_size, prefix=args.prefix)  # warm-up
+    split = speculator.split_longer_than if args.split_longer_than is None else (args.split_longer_than or None)
+    speculator.correct(sources[:4], batch_size=args.batch_size, prefix=args.prefix, split_longer_than=split)  # warm-up
 
     print(f"greedy decoding of {len(sources)} sources ...", file=sys.stderr)
     started = time.perf_counter()
-    greedy = decode_greedy(speculator, sources, args.batch_size, args.prefix)
+    greedy = decode_greedy(speculator, sources, args.batch_size, args.prefix, split)
     greedy_seconds = time.perf_counter() - started
     print("seq2spec decoding ...", file=sys.stderr)
     started = time.perf_counter()
-    speculative = speculator.correct(sources, batch_size=args.batch_size, prefix=args.prefix, progress=True)
+    speculative = speculator.correct(
+        sources, batch_size=args.batch_size, prefix=args.prefix, progress=True, split_longer_than=split
+    )
     speculative_seconds = time.perf_counter() - started
     stats = speculator.last_stats
     peers = run_peers(peer_names, sources, references)

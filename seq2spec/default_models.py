@@ -126,6 +126,9 @@ def load_whisper_base_pair(device: str | torch.device | None = None, dtype: torc
     return big, draft, processor
 
 
+SPELLER_SENTENCE_CHARS = 140  # the longest training sentence of the shipped speller (recipes/speller_data.py)
+
+
 def not_for_the_speller(text: str) -> bool:
     """True for text the shipped speller is not made for: most of its letters are in a script other than Latin (the
     speller knows English only and would turn such text into English words)."""

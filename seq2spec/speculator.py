@@ -25,6 +25,7 @@ from seq2spec.pairing import (
     load_model,
     locate_pretrained,
 )
+from seq2spec.text_pieces import join_pieces, split_text
 
 if TYPE_CHECKING:
     from seq2spec.whisper.transcription import WhisperDecoding
@@ -48,6 +49,16 @@ class InputTooLongError(ValueError):
     def __init__(self, message: str, index: int, tokens: int, limit: int) -> None:
         super().__init__(message)
         self.index, self.tokens, self.limit = index, tokens, limit
+
+
+class _ModelDefault:
+    """Default of ``correct(split_longer_than=)``: the model's own limit, ``Seq2SeqSpeculator.split_longer_than``."""
+
+    def __repr__(self) -> str:
+        return "<the model's own limit>"
+
+
+MODEL_DEFAULT = _ModelDefault()
 
 
 class _Shipped:
@@ -126,6 +137,8 @@ class Seq2SeqSpeculator:
             small = None
         # texts the model is not made for come back unchanged (the shipped speller: English-only)
         self.returns_unchanged: Callable[[str], bool] | None = None
+        # correct() decodes longer texts in sentence pieces (the shipped speller trained on sentences)
+        self.split_longer_than: int | None = None
         int8 = is_int8_dtype(dtype)
         if int8 and not (big is None or isinstance(big, str)):
             raise ValueError(
@@ -133,10 +146,11 @@ class Seq2SeqSpeculator:
                 "seq2spec.int8.quantize_int8_pair(big, draft) (or quantize_int8(big)) before passing them"
             )
         if big is None:
-            from seq2spec.default_models import load_speller, not_for_the_speller
+            from seq2spec.default_models import SPELLER_SENTENCE_CHARS, load_speller, not_for_the_speller
 
             big, shipped_small, shipped_tokenizer = load_speller(device=device, dtype=dtype)
             self.returns_unchanged = not_for_the_speller
+            self.split_longer_than = SPELLER_SENTENCE_CHARS
             small = shipped_small if small is SHIPPED else small
             tokenizer = shipped_tokenizer if tokenizer is None else tokenizer
         elif small is SHIPPED:
@@ -352,6 +366,7 @@ class Seq2SeqSpeculator:
         *,
         truncate: bool = False,
         progress: bool = False,
+        split_longer_than: int | None | _ModelDefault = MODEL_DEFAULT,
         **generation_kwargs: Any,
     ) -> list[str]:
         """Decode each text with the big model's greedy output, in the caller's order.
@@ -360,6 +375,12 @@ class Seq2SeqSpeculator:
         raises ``InputTooLongError`` (a ``ValueError``) unless ``truncate=True``, which keeps its first tokens (the
         limit, end token included). ``progress=True`` shows a progress bar over the batches. With the shipped
         speller, text that is mostly in a script other than Latin comes back unchanged (it is English-only).
+
+        ``split_longer_than``: a text longer than this many characters is decoded in pieces (one sentence each; a
+        longer sentence cut at clause punctuation, then between words) and put back together with its whitespace
+        as it was; each piece is then the big model's greedy output for that piece. By default, the model's own
+        limit: the shipped speller's 140 (the longest sentence it trained on), none for other models; ``None``
+        decodes every text whole.
         """
         texts = _check_texts(texts)
         if not isinstance(batch_size, int) or isinstance(batch_size, bool) or batch_size < 1:
@@ -367,6 +388,43 @@ class Seq2SeqSpeculator:
         if prefix is not None and not isinstance(prefix, str):
             raise TypeError(f"prefix must be a string, got {type(prefix).__name__}")
         _check_max_new_tokens(max_new_tokens)
+        limit = self.split_longer_than if isinstance(split_longer_than, _ModelDefault) else split_longer_than
+        if limit is not None and (not isinstance(limit, int) or isinstance(limit, bool) or limit < 1):
+            raise ValueError(f"split_longer_than must be a positive number of characters or None, got {limit!r}")
+        if limit is None or all(len(text) <= limit for text in texts):
+            return self._correct_whole(texts, batch_size, max_new_tokens, prefix, truncate, progress, generation_kwargs)
+        # only the texts over the limit are cut: a text's result never depends on the other texts
+        splits = [split_text(text, limit) if len(text) > limit else None for text in texts]
+        pieces = [part for text, cut in zip(texts, splits, strict=True) for part in (cut.pieces if cut else [text])]
+        owners = [index for index, cut in enumerate(splits) for _ in (cut.pieces if cut else [None])]
+        try:
+            corrected = iter(
+                self._correct_whole(pieces, batch_size, max_new_tokens, prefix, truncate, progress, generation_kwargs)
+            )
+        except InputTooLongError as error:  # a piece (a sentence or a clause) over the limit: name its text
+            owner = owners[error.index]
+            raise InputTooLongError(
+                f"texts[{owner}] has a piece of {error.tokens} tokens, more than the model's {error.limit}-token "
+                f"input limit; shorten it or pass truncate=True to keep the first {error.limit} tokens of each piece",
+                owner,
+                error.tokens,
+                error.limit,
+            ) from error
+        return [
+            join_pieces(split, [next(corrected) for _ in split.pieces]) if split else next(corrected)
+            for split in splits
+        ]
+
+    def _correct_whole(
+        self,
+        texts: list[str],
+        batch_size: int,
+        max_new_tokens: int | None,
+        prefix: str | None,
+        truncate: bool,
+        progress: bool,
+        generation_kwargs: dict[str, Any],
+    ) -> list[str]:
         self.last_stats = total = SpeculationStats()
         results: list[str] = list(texts)
         kept = self.returns_unchanged

@@ -76,3 +76,32 @@ def test_too_long_input_is_an_error_unless_truncation_is_asked_for():
     assert truncated.shape[1] == 32
     expected = tokenizer.decode(greedy(big, truncated, max_new_tokens=10)[0], skip_special_tokens=True)
     assert speculator.correct([long_text], truncate=True, max_new_tokens=10) == [expected]
+
+
+def test_texts_over_the_split_limit_are_corrected_piece_by_piece(toy_byte_models):
+    from seq2spec.text_pieces import join_pieces, split_text
+
+    big, small, tokenizer = toy_byte_models
+    texts = ["Thsi is one. And anoter one!  A third, with a clause; here.", "short one", "ok. fine."]
+    speculator = Seq2SeqSpeculator(big, small, tokenizer)
+    assert speculator.split_longer_than is None  # a model of your own: texts whole unless asked
+    long_text = split_text(texts[0], 20)
+    pieces = _reference(big, tokenizer, long_text.pieces, max_new_tokens=24)
+    expected = [join_pieces(long_text, pieces), *_reference(big, tokenizer, texts[1:], max_new_tokens=24)]
+    assert len(long_text.pieces) == 4 and expected[0] != _reference(big, tokenizer, texts[:1], max_new_tokens=24)[0]
+    assert speculator.correct(texts, max_new_tokens=24, split_longer_than=20, batch_size=2) == expected
+    assert speculator.correct(texts, max_new_tokens=24) == _reference(big, tokenizer, texts, max_new_tokens=24)
+    with pytest.raises(ValueError, match="split_longer_than"):
+        speculator.correct(texts, split_longer_than=0)
+
+
+def test_a_piece_over_the_token_limit_names_its_text(toy_byte_models):
+    from seq2spec.speculator import InputTooLongError
+
+    big, small, tokenizer = toy_byte_models
+    speculator = Seq2SeqSpeculator(big, small, tokenizer)
+    speculator._source_limit = lambda: 30  # tokens
+    texts = ["fine", "Short. " + "x" * 40, "also fine"]  # the second text's one-word piece is over the limit
+    with pytest.raises(InputTooLongError) as raised:
+        speculator.correct(texts, split_longer_than=10)
+    assert raised.value.index == 1 and "texts[1]" in str(raised.value)

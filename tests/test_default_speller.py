@@ -186,3 +186,28 @@ def test_int8_mode_equals_int8_greedy(tmp_path, capsys):
         for t in MISSPELLED
     ]
     assert lines == single
+
+
+@needs_weights
+def test_long_lines_are_corrected_sentence_by_sentence(speller, tmp_path, capsys):
+    from seq2spec.text_pieces import join_pieces, split_text
+
+    big, _, tokenizer = speller
+    line = (
+        "Thsi sentense has a fwe erors. She recieved a leter from her freind, and she was very hapy about it "
+        "becuase it had been a long tiem since they last spoke."
+    )
+    assert len(line) > 140
+    split = split_text(line, 140)
+    pieces = [
+        tokenizer.decode(big.generate(**tokenizer(p, return_tensors="pt"), do_sample=False)[0], True)
+        for p in split.pieces
+    ]
+    whole = tokenizer.decode(big.generate(**tokenizer(line, return_tensors="pt"), do_sample=False)[0], True)
+    assert join_pieces(split, pieces) != whole
+    source = tmp_path / "long.txt"
+    source.write_text(line + "\n")
+    assert main(["correct", str(source)]) == 0
+    assert capsys.readouterr().out == join_pieces(split, pieces) + "\n"
+    assert main(["correct", str(source), "--split-longer-than", "0"]) == 0
+    assert capsys.readouterr().out == whole + "\n"

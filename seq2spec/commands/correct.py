@@ -18,6 +18,7 @@ from seq2spec.commands.flags import (
     add_runtime_flags,
     add_speculation_flags,
     apply_process_settings,
+    nonnegative_int,
     positive_int,
     speculation_changes,
     torch_dtype,
@@ -179,13 +180,7 @@ def correct_lines(speculator, args: argparse.Namespace, paths: list[str], output
     try:
         for chunk in chunks(lines, args.chunk_size):
             try:
-                corrected = speculator.correct(
-                    [line.text for line in chunk],
-                    batch_size=args.batch_size,
-                    max_new_tokens=args.max_new_tokens,
-                    prefix=args.prefix,
-                    truncate=args.truncate,
-                )
+                corrected = speculator.correct([line.text for line in chunk], **correct_arguments(args))
             except InputTooLongError as error:
                 line = chunk[error.index]
                 print(
@@ -212,6 +207,20 @@ def correct_lines(speculator, args: argparse.Namespace, paths: list[str], output
     return 0
 
 
+def correct_arguments(args: argparse.Namespace) -> dict:
+    """``Seq2SeqSpeculator.correct``'s keywords from the command's flags."""
+    arguments = {
+        "batch_size": args.batch_size,
+        "max_new_tokens": args.max_new_tokens,
+        "prefix": args.prefix,
+        "truncate": args.truncate,
+    }
+    split = getattr(args, "split_longer_than", None)
+    if split is not None:  # unset: the model's own limit
+        arguments["split_longer_than"] = split or None
+    return arguments
+
+
 def add_parser(commands) -> argparse.ArgumentParser:
     correct = commands.add_parser(
         "correct",
@@ -236,6 +245,13 @@ def add_parser(commands) -> argparse.ArgumentParser:
     )
     correct.add_argument("--max-new-tokens", type=positive_int)
     correct.add_argument("--truncate", action="store_true", help="cut inputs longer than the model accepts")
+    correct.add_argument(
+        "--split-longer-than",
+        type=nonnegative_int,
+        metavar="CHARS",
+        help="correct a line longer than CHARS characters sentence by sentence, whitespace kept; 0: every line whole "
+        "(default: the model's own limit, 140 for the shipped speller, which trained on sentences; none otherwise)",
+    )
     correct.add_argument(
         "--out", type=Path, help="output file (default: standard output); a directory with --ray; resumable"
     )

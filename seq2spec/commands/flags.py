@@ -88,6 +88,16 @@ def positive_int(text: str) -> int:
     return value
 
 
+def nonnegative_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected zero or a positive whole number, got {value}")
+    return value
+
+
 def add_ray_flags(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("Ray (scale out; needs seq2spec[ray])")
     group.add_argument("--ray", action="store_true", help="run on Ray Data; --out is then a directory")

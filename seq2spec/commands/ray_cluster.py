@@ -220,16 +220,9 @@ class CorrectActor:
         self.speculator = build_corrector(self.args)
 
     def _correct(self, sources: list[str]) -> list[str]:
-        from seq2spec.commands.correct import one_line
+        from seq2spec.commands.correct import correct_arguments, one_line
 
-        args = self.args
-        corrected = self.speculator.correct(
-            sources,
-            batch_size=args.batch_size,
-            max_new_tokens=args.max_new_tokens,
-            prefix=args.prefix,
-            truncate=args.truncate,
-        )
+        corrected = self.speculator.correct(sources, **correct_arguments(self.args))
         return [one_line(text) for text in corrected]
 
     def __call__(self, batch: dict):

@@ -1,0 +1,54 @@
+"""Long texts cut into sentence pieces for a corrector, and put back together with their whitespace."""
+
+from __future__ import annotations
+
+import pytest
+
+from seq2spec.text_pieces import join_pieces, split_text
+
+TEXTS = [
+    "  Hello there.  This is a test! Is it? Yes.\n",
+    "A long sentence without an end that goes on and on, with clauses; and more clauses: listing things, one "
+    "after another, until it is far too long for the model",
+    'He said "Stop." Then he left.) And (then) more.',
+    "Short.",
+    "",
+    "   ",
+    "Supercalifragilisticexpialidocious" * 3 + " word",
+    "One.\tTwo!\n\nThree? Four\u2026 five.",
+]
+
+
+@pytest.mark.parametrize("limit", [1, 12, 40, 140, 10_000])
+@pytest.mark.parametrize("text", TEXTS)
+def test_pieces_join_back_to_the_text(text, limit):
+    split = split_text(text, limit)
+    assert join_pieces(split, split.pieces) == text
+    assert all(piece == piece.strip() for piece in split.pieces)
+    assert all(gap.isspace() for gap in split.gaps[:-1])
+    # a piece is over the limit only where it is a single word
+    assert all(len(piece) <= limit or " " not in piece for piece in split.pieces)
+
+
+def test_a_text_that_fits_is_one_piece_and_a_long_one_is_cut_at_sentence_ends():
+    assert split_text("Hello there. This is a test.", 40).pieces == ["Hello there. This is a test."]
+    split = split_text("  Hello there.  This is a test! Is it? Yes.\n", 20)
+    assert split.pieces == ["Hello there.", "This is a test!", "Is it?", "Yes."]
+    assert (split.leading, split.gaps) == ("  ", ["  ", " ", " ", "\n"])
+
+
+def test_a_long_sentence_is_cut_after_clauses_then_between_words():
+    split = split_text("one two three, four five six; seven eight nine ten eleven twelve", 20)
+    assert split.pieces == ["one two three,", "four five six;", "seven eight nine ten", "eleven twelve"]
+
+
+def test_corrected_pieces_replace_the_originals():
+    split = split_text("Teh cat. A dgo.", 8)
+    assert join_pieces(split, ["The cat.", "A dog."]) == "The cat. A dog."
+    with pytest.raises(ValueError, match="expected 2 pieces"):
+        join_pieces(split, ["The cat. A dog."])
+
+
+def test_the_limit_must_be_positive():
+    with pytest.raises(ValueError, match="positive number of characters"):
+        split_text("text", 0)

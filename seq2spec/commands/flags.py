@@ -78,24 +78,22 @@ def apply_process_settings(args: argparse.Namespace) -> None:
         torch.set_num_threads(args.threads)
 
 
-def positive_int(text: str) -> int:
+def _whole_number(text: str, smallest: int, expected: str) -> int:
     try:
         value = int(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive whole number, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive whole number, got {value}")
+        raise argparse.ArgumentTypeError(f"expected {expected}, got {text!r}") from None
+    if value < smallest:
+        raise argparse.ArgumentTypeError(f"expected {expected}, got {value}")
     return value
+
+
+def positive_int(text: str) -> int:
+    return _whole_number(text, 1, "a positive whole number")
 
 
 def nonnegative_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"expected zero or a positive whole number, got {value}")
-    return value
+    return _whole_number(text, 0, "zero or a positive whole number")
 
 
 def add_ray_flags(parser: argparse.ArgumentParser) -> None:

@@ -263,6 +263,7 @@ def main() -> None:
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--dtype", choices=sorted(DTYPES), default="float32")
     parser.add_argument("--out", type=Path, default=Path(__file__).parent / "results")
+    parser.add_argument("--name", help="file stem of the results (default: spelling_<device>[_int8])")
     parser.add_argument("--quick", action="store_true", help="64 sentences (16 at batch size 1), one timed run")
     args = parser.parse_args()
     if args.quick:
@@ -279,7 +280,7 @@ def main() -> None:
     args.out.mkdir(parents=True, exist_ok=True)
     device_tag = "cpu" if args.device == "cpu" else "cuda"
     precision_tag = "_int8" if args.dtype == "int8" else ""
-    stem = args.out / f"spelling_{device_tag}{precision_tag}{'_quick' if args.quick else ''}"
+    stem = args.out / (args.name or f"spelling_{device_tag}{precision_tag}{'_quick' if args.quick else ''}")
     record = {
         "machine": machine,
         "args": {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()},

@@ -37,7 +37,7 @@ from tqdm import tqdm
 
 from seq2spec import Seq2SeqSpeculator
 from seq2spec.memory import retain_freed_memory
-from seq2spec.text_pieces import join_pieces, split_text
+from seq2spec.text_pieces import PiecedTexts
 
 DEFAULT_DATA = Path(__file__).resolve().parent / "data" / "spelling_heldout.tsv"
 
@@ -69,10 +69,8 @@ def decode_greedy(
     """Plain ``big.generate(do_sample=False)`` over the same length-sorted batches ``correct`` uses; a text longer
     than ``split_longer_than`` characters piece by piece, as ``correct`` cuts it."""
     if split_longer_than is not None and any(len(text) > split_longer_than for text in texts):
-        splits = [split_text(t, split_longer_than) if len(t) > split_longer_than else None for t in texts]
-        pieces = [part for text, cut in zip(texts, splits, strict=True) for part in (cut.pieces if cut else [text])]
-        decoded = iter(decode_greedy(speculator, pieces, batch_size, prefix, None))
-        return [join_pieces(cut, [next(decoded) for _ in cut.pieces]) if cut else next(decoded) for cut in splits]
+        pieced = PiecedTexts.of(texts, split_longer_than)
+        return pieced.join(decode_greedy(speculator, pieced.pieces, batch_size, prefix, None))
     tokenizer, big = speculator.tokenizer, speculator.big
     sources = [prefix + t if prefix else t for t in texts]
     encoded = [tokenizer(s)["input_ids"] for s in sources]

@@ -25,7 +25,7 @@ from seq2spec.pairing import (
     load_model,
     locate_pretrained,
 )
-from seq2spec.text_pieces import join_pieces, split_text
+from seq2spec.text_pieces import PiecedTexts
 
 if TYPE_CHECKING:
     from seq2spec.whisper.transcription import WhisperDecoding
@@ -393,16 +393,13 @@ class Seq2SeqSpeculator:
             raise ValueError(f"split_longer_than must be a positive number of characters or None, got {limit!r}")
         if limit is None or all(len(text) <= limit for text in texts):
             return self._correct_whole(texts, batch_size, max_new_tokens, prefix, truncate, progress, generation_kwargs)
-        # only the texts over the limit are cut: a text's result never depends on the other texts
-        splits = [split_text(text, limit) if len(text) > limit else None for text in texts]
-        pieces = [part for text, cut in zip(texts, splits, strict=True) for part in (cut.pieces if cut else [text])]
-        owners = [index for index, cut in enumerate(splits) for _ in (cut.pieces if cut else [None])]
+        pieced = PiecedTexts.of(texts, limit)
         try:
-            corrected = iter(
-                self._correct_whole(pieces, batch_size, max_new_tokens, prefix, truncate, progress, generation_kwargs)
+            decoded = self._correct_whole(
+                pieced.pieces, batch_size, max_new_tokens, prefix, truncate, progress, generation_kwargs
             )
         except InputTooLongError as error:  # a piece (a sentence or a clause) over the limit: name its text
-            owner = owners[error.index]
+            owner = pieced.owners[error.index]
             raise InputTooLongError(
                 f"texts[{owner}] has a piece of {error.tokens} tokens, more than the model's {error.limit}-token "
                 f"input limit; shorten it or pass truncate=True to keep the first {error.limit} tokens of each piece",
@@ -410,10 +407,7 @@ class Seq2SeqSpeculator:
                 error.tokens,
                 error.limit,
             ) from error
-        return [
-            join_pieces(split, [next(corrected) for _ in split.pieces]) if split else next(corrected)
-            for split in splits
-        ]
+        return pieced.join(decoded)
 
     def _correct_whole(
         self,

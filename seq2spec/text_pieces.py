@@ -93,3 +93,31 @@ def join_pieces(split: SplitText, pieces: list[str]) -> str:
     if len(pieces) != len(split.pieces):
         raise ValueError(f"expected {len(split.pieces)} pieces, got {len(pieces)}")
     return split.leading + "".join(piece + gap for piece, gap in zip(pieces, split.gaps, strict=True))
+
+
+@dataclass(frozen=True)
+class PiecedTexts:
+    """Texts, each over ``limit`` characters cut by ``split_text`` and the rest whole, as one flat list of pieces
+    to decode; ``owners[i]`` is the index of the text piece ``i`` came from."""
+
+    splits: list[SplitText | None]
+    pieces: list[str]
+    owners: list[int]
+
+    @classmethod
+    def of(cls, texts: list[str], limit: int) -> PiecedTexts:
+        # only the texts over the limit are cut: a text's result never depends on the other texts
+        splits = [split_text(text, limit) if len(text) > limit else None for text in texts]
+        pieces, owners = [], []
+        for index, (text, split) in enumerate(zip(texts, splits, strict=True)):
+            parts = split.pieces if split else [text]
+            pieces += parts
+            owners += [index] * len(parts)
+        return cls(splits, pieces, owners)
+
+    def join(self, decoded: list[str]) -> list[str]:
+        """One text per input text from the decoded pieces (in ``pieces`` order)."""
+        if len(decoded) != len(self.pieces):
+            raise ValueError(f"expected {len(self.pieces)} decoded pieces, got {len(decoded)}")
+        parts = iter(decoded)
+        return [join_pieces(cut, [next(parts) for _ in cut.pieces]) if cut else next(parts) for cut in self.splits]

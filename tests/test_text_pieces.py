@@ -52,3 +52,16 @@ def test_corrected_pieces_replace_the_originals():
 def test_the_limit_must_be_positive():
     with pytest.raises(ValueError, match="positive number of characters"):
         split_text("text", 0)
+
+
+def test_only_texts_over_the_limit_are_cut_and_joined_back_in_order():
+    from seq2spec.text_pieces import PiecedTexts
+
+    texts = [" short. ", "Long one. Two! Three?", "", "ok"]
+    pieced = PiecedTexts.of(texts, 10)
+    assert pieced.pieces == [" short. ", "Long one.", "Two!", "Three?", "", "ok"]
+    assert pieced.owners == [0, 1, 1, 1, 2, 3]
+    assert pieced.join(pieced.pieces) == texts
+    assert pieced.join([p.upper() for p in pieced.pieces])[1] == "LONG ONE. TWO! THREE?"
+    with pytest.raises(ValueError, match="expected 6 decoded pieces"):
+        pieced.join(["x"])

@@ -57,8 +57,8 @@ def _split_to_fit(text: str, limit: int, gaps: tuple[re.Pattern, ...]) -> tuple[
     if len(text) <= limit or not gaps:
         return [text], [""]
     pieces, between = _cut(text, gaps[0])
-    if len(gaps) > 1:  # a finer cut only where a piece is still too long
-        pieces, between = _pack(pieces, between, limit) if gaps[0] is not _SENTENCE_GAP else (pieces, between)
+    if gaps[0] is _CLAUSE_GAP:  # clauses that fit together stay together; a finer cut only for one still too long
+        pieces, between = _pack(pieces, between, limit)
     out_pieces: list[str] = []
     out_gaps: list[str] = []
     for piece, gap in zip(pieces, between, strict=True):

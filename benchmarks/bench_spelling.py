@@ -8,6 +8,8 @@ Methods, timed on the same held-out sentences, interleaved, median of ``--repeat
 - ``seq2spec per-row fixed``: the draft model with a fixed draft length;
 - ``seq2spec per-row hf-step``: per-row, with the draft's decoder run through transformers' forward instead of
   seq2spec's lean T5 step (``lean_draft=False``): what the lean step saves;
+- ``seq2spec per-row hf-forward``: per-row, with the big model's verification forwards run through transformers'
+  forward instead of seq2spec's bit-exact mirror of it (``exact_big_forward=False``): what the mirror saves;
 - ``seq2spec input-copy``: no draft model, candidates copied from each row's source;
 - ``seq2spec copy+draft``: copy where it aligns, the draft model elsewhere.
 Every output is compared with greedy's, token for token.
@@ -114,6 +116,7 @@ def bench(args, failures: dict[str, str]) -> list[Row]:
             "seq2spec batch-min": Seq2SeqSpeculator(big, small, tokenizer, acceptance="batch-min"),
             "seq2spec per-row fixed": Seq2SeqSpeculator(big, small, tokenizer, adaptive=False),
             "seq2spec per-row hf-step": Seq2SeqSpeculator(big, small, tokenizer, lean_draft=False),
+            "seq2spec per-row hf-forward": Seq2SeqSpeculator(big, small, tokenizer, exact_big_forward=False),
             "seq2spec input-copy": Seq2SeqSpeculator(big, tokenizer=tokenizer, draft="input-copy"),
             "seq2spec copy+draft": Seq2SeqSpeculator(big, small, tokenizer, input_copy=True),
         }

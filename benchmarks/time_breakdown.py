@@ -83,11 +83,12 @@ def instrumented(timers: Timers, big: torch.nn.Module) -> Iterator[None]:
     run_forward = runner_module.DecoderRunner.forward
 
     def runner_forward(runner, tokens):
-        if runner.model is big:
-            return run_forward(runner, tokens)  # the decoder inside is timed as "big forwards"
+        if runner.model is big:  # through the model's forward, or its exact mirror (a big T5)
+            return big_timed(runner, tokens)
         return draft_timed(runner, tokens)
 
     draft_timed = timers.wrap("draft forwards", run_forward)
+    big_timed = timers.wrap("big forwards", run_forward)
     encoder.forward = timers.wrap("encoder", encoder.forward)
     big.forward = timers.wrap("big forwards", big.forward)  # decoder and output head
     runner_module.DecoderRunner.forward = runner_forward

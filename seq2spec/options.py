@@ -51,6 +51,11 @@ class SpeculationOptions:
         "on a CPU, run the lean draft step's linear layers in int8 (the draft only proposes; the big model decides "
         "every token in its own precision)",
     )
+    exact_big_forward: bool = _option(
+        True,
+        "run a T5/MT5 big model's decoder forward through seq2spec's operation-for-operation mirror of it, without "
+        "transformers' per-call work; used only if a probe at load finds its logits and caches bit-identical",
+    )
     draft_reads_prompt: bool = _option(
         False,
         "Whisper: the draft also reads the previous text and initial prompt before the start-of-transcript token "
@@ -76,7 +81,7 @@ class SpeculationOptions:
                 "expected min_draft_tokens <= num_draft_tokens <= max_draft_tokens, got "
                 f"{self.min_draft_tokens}, {self.num_draft_tokens}, {self.max_draft_tokens}"
             )
-        for name in ("adaptive", "lean_draft", "int8_draft", "draft_reads_prompt", "input_copy"):
+        for name in ("adaptive", "lean_draft", "int8_draft", "exact_big_forward", "draft_reads_prompt", "input_copy"):
             if not isinstance(getattr(self, name), bool):
                 raise ValueError(f"{name} must be True or False, got {getattr(self, name)!r}")
         if self.acceptance not in ACCEPTANCE_MODES:

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 from transformers import GenerationConfig, PreTrainedModel, PreTrainedTokenizerBase
 
+from seq2spec.decoding.exact_t5 import ExactForwards
 from seq2spec.decoding.families import Family, family_of
 from seq2spec.decoding.head import BigModelHead
 from seq2spec.decoding.proposal import Proposer
@@ -195,6 +196,7 @@ class Seq2SeqSpeculator:
         self._tokenizer_source = big if isinstance(big, str) else None
         self.last_stats = SpeculationStats()
         self._big_head = BigModelHead()  # the big model's head, sliced where found bit-exact (CPU)
+        self._exact_forwards = ExactForwards()  # a big T5's decoder forward without transformers' per-call work
 
     # ------------------------------------------------------------------ tokenizer and processor
 
@@ -248,6 +250,7 @@ class Seq2SeqSpeculator:
             position_limit=min(limits) if limits else None,
             generator=generator,
             head=self._big_head,
+            exact=self._exact_forwards if self.options.exact_big_forward else None,
         )
 
     @torch.inference_mode()

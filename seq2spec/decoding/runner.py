@@ -10,6 +10,7 @@ from transformers import DynamicCache, EncoderDecoderCache, PreTrainedModel
 from transformers.modeling_outputs import BaseModelOutput
 
 from seq2spec.decoding import cache as cache_ops
+from seq2spec.decoding.exact_t5 import ExactT5Forward
 from seq2spec.decoding.families import Family, row_positions
 from seq2spec.decoding.head import BigModelHead
 
@@ -35,7 +36,8 @@ class DecoderRunner:
     rows are left-padded); ``keep`` then says how many of them
     each row keeps; ``select`` drops finished rows from every tensor the runner holds. With ``step`` (drafts only)
     the decoder step runs there instead of through the model's own forward; with ``head`` (the big model) its
-    vocabulary head runs sliced where that was found bit-exact (``head.py``). Each row's padding is kept on the host
+    vocabulary head runs sliced where that was found bit-exact (``head.py``); with ``exact`` (a big T5) the forward
+    runs through its bit-exact mirror (``exact_t5.py``). Each row's padding is kept on the host
     as well, so deciding what to shift or trim never waits for the device.
     """
 
@@ -47,10 +49,12 @@ class DecoderRunner:
         encoder_attention_mask: torch.Tensor | None,
         step: DecoderStep | None = None,
         head: BigModelHead | None = None,
+        exact: ExactT5Forward | None = None,
     ) -> None:
         self.model = model
         self.step = step
         self.head = head
+        self.exact = exact
         self.family = family
         self.device = encoder_hidden_states.device
         self.encoder_hidden_states = encoder_hidden_states
@@ -83,6 +87,9 @@ class DecoderRunner:
             mask = (torch.arange(self.cache_length + length, device=self.device)[None, :] >= self.pad[:, None]).long()
         sliced_head = self.head.installed(self.model) if self.head is not None else nullcontext()
         with row_positions(self.model, self.family, self.pad if padded else None), sliced_head:
+            if self.exact is not None:
+                pad = self.pad if padded else None
+                return self.exact(tokens, self.cache, self.encoder_hidden_states, self.encoder_attention_mask, pad)
             if self.family.decoder_only:
                 output = self.model(
                     input_ids=tokens,

@@ -16,6 +16,7 @@ from transformers import GenerationConfig, LogitsProcessorList, PreTrainedModel,
 from transformers.generation.utils import GenerateEncoderDecoderOutput
 
 from seq2spec.decoding.attentions import attentions_as_generate
+from seq2spec.decoding.exact_t5 import ExactForwards
 from seq2spec.decoding.families import Family
 from seq2spec.decoding.head import BigModelHead
 from seq2spec.decoding.loop import speculative_decode
@@ -34,7 +35,8 @@ class SpeculativeSearch:
     """A decoding method for ``model.generate(custom_generate=...)`` that runs the speculative loop.
 
     Statistics of every call add up in ``stats``. ``generator`` drives speculative sampling when the generation
-    config samples. ``head`` lets the big model's vocabulary head run sliced where that is bit-exact (``head.py``).
+    config samples. ``head`` lets the big model's vocabulary head run sliced where that is bit-exact (``head.py``);
+    ``exact`` runs a big T5's decoder forward through its mirror where a probe found it bit-exact (``exact_t5.py``).
     """
 
     def __init__(
@@ -47,9 +49,11 @@ class SpeculativeSearch:
         generator: torch.Generator | None = None,
         stats: SpeculationStats | None = None,
         head: BigModelHead | None = None,
+        exact: ExactForwards | None = None,
     ) -> None:
         self.family = family
         self.head = head
+        self.exact = exact
         self.make_proposer = make_proposer
         self.acceptance = acceptance
         self.position_limit = position_limit
@@ -89,7 +93,8 @@ class SpeculativeSearch:
             prompt_padding=prompt_padding,
             transcript_start=self._transcript_start(input_ids, generation_config),
         )
-        runner = DecoderRunner(model, self.family, encoder_hidden_states, attention_mask, head=self.head)
+        exact = self.exact.for_model(model) if self.exact is not None else None
+        runner = DecoderRunner(model, self.family, encoder_hidden_states, attention_mask, head=self.head, exact=exact)
         verifier: Verifier = (
             SamplingVerifier(self.generator, self.acceptance) if plan.do_sample else GreedyVerifier(self.acceptance)
         )

@@ -11,7 +11,9 @@ Methods, timed on the same held-out sentences, interleaved, median of ``--repeat
 - ``seq2spec per-row hf-forward``: per-row, with the big model's verification forwards run through transformers'
   forward instead of seq2spec's bit-exact mirror of it (``exact_big_forward=False``): what the mirror saves;
 - ``seq2spec input-copy``: no draft model, candidates copied from each row's source;
-- ``seq2spec copy+draft``: copy where it aligns, the draft model elsewhere.
+- ``seq2spec copy+draft``: copy where it aligns, the draft model elsewhere;
+- ``seq2spec spellcheck copy`` / ``seq2spec spellcheck copy+draft``: the same, copying from the source after a
+  classical word-by-word spell check (``spellcheck_copy=True``).
 Every output is compared with greedy's, token for token.
 
     python benchmarks/bench_spelling.py                      # batch sizes 1, 4, 16, 64
@@ -119,6 +121,10 @@ def bench(args, failures: dict[str, str]) -> list[Row]:
             "seq2spec per-row hf-forward": Seq2SeqSpeculator(big, small, tokenizer, exact_big_forward=False),
             "seq2spec input-copy": Seq2SeqSpeculator(big, tokenizer=tokenizer, draft="input-copy"),
             "seq2spec copy+draft": Seq2SeqSpeculator(big, small, tokenizer, input_copy=True),
+            "seq2spec spellcheck copy": Seq2SeqSpeculator(big, "input-copy", tokenizer, spellcheck_copy=True),
+            "seq2spec spellcheck copy+draft": Seq2SeqSpeculator(
+                big, small, tokenizer, input_copy=True, spellcheck_copy=True
+            ),
         }
         for name, speculator in variants.items():
 

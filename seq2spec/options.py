@@ -67,6 +67,12 @@ class SpeculationOptions:
         "(correction tasks)",
     )
     max_copy_tokens: int = _option(32, "longest proposal copied from the source (copies cost no forwards)")
+    spellcheck_copy: bool = _option(
+        False,
+        "input copy (alone or with a draft model) copies from the source after a classical word-by-word spell check "
+        "(symspellpy's English dictionary), so its proposals run on through the typos the checker fixes "
+        "(English spelling correctors)",
+    )
 
     def __post_init__(self) -> None:
         confidence = self.min_draft_confidence
@@ -81,7 +87,15 @@ class SpeculationOptions:
                 "expected min_draft_tokens <= num_draft_tokens <= max_draft_tokens, got "
                 f"{self.min_draft_tokens}, {self.num_draft_tokens}, {self.max_draft_tokens}"
             )
-        for name in ("adaptive", "lean_draft", "int8_draft", "exact_big_forward", "draft_reads_prompt", "input_copy"):
+        for name in (
+            "adaptive",
+            "lean_draft",
+            "int8_draft",
+            "exact_big_forward",
+            "draft_reads_prompt",
+            "input_copy",
+            "spellcheck_copy",
+        ):
             if not isinstance(getattr(self, name), bool):
                 raise ValueError(f"{name} must be True or False, got {getattr(self, name)!r}")
         if self.acceptance not in ACCEPTANCE_MODES:

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 from transformers import GenerationConfig, PreTrainedModel, PreTrainedTokenizerBase
 
+from seq2spec.classical import SpellCheckedSource
 from seq2spec.decoding.exact_t5 import ExactForwards
 from seq2spec.decoding.families import Family, family_of
 from seq2spec.decoding.head import BigModelHead
@@ -179,6 +180,11 @@ class Seq2SeqSpeculator:
             raise ValueError("input_copy=True combines copying with a draft model, but no draft model was given")
         if copy_only or self.options.input_copy:
             check_shared_vocabulary(self.big)
+        elif self.options.spellcheck_copy:
+            raise ValueError(
+                "spellcheck_copy changes what input copy copies from: use it with input copy (draft='input-copy', "
+                "or --draft input-copy; input_copy=True, or --input-copy, beside a draft model)"
+            )
         for role, model in (("big", self.big), ("small", self.small)):
             if model is not None and model.training:
                 warnings.warn(
@@ -197,6 +203,7 @@ class Seq2SeqSpeculator:
         self.last_stats = SpeculationStats()
         self._big_head = BigModelHead()  # the big model's head, sliced where found bit-exact (CPU)
         self._exact_forwards = ExactForwards()  # a big T5's decoder forward without transformers' per-call work
+        self._spellcheck: SpellCheckedSource | None = None  # the copy source of spellcheck_copy, made on first use
 
     # ------------------------------------------------------------------ tokenizer and processor
 
@@ -243,6 +250,7 @@ class Seq2SeqSpeculator:
     def _search(self, generator: torch.Generator | None) -> SpeculativeSearch:
         limits = [f.max_target_length for f in (self.big_family, self.small_family) if f and f.max_target_length]
         self._proposers.options = self.options
+        self._proposers.copy_rewrite = self._spellchecked_source() if self.options.spellcheck_copy else None
         return SpeculativeSearch(
             self.big_family,
             self._proposers,
@@ -252,6 +260,11 @@ class Seq2SeqSpeculator:
             head=self._big_head,
             exact=self._exact_forwards if self.options.exact_big_forward else None,
         )
+
+    def _spellchecked_source(self) -> SpellCheckedSource:
+        if self._spellcheck is None or self._spellcheck.tokenizer is not self.tokenizer:
+            self._spellcheck = SpellCheckedSource(self.tokenizer)
+        return self._spellcheck
 
     @torch.inference_mode()
     def generate(

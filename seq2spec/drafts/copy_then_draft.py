@@ -6,7 +6,7 @@ import torch
 
 from seq2spec.decoding.proposal import DecodingBatch, Proposal, ScoreProcessor
 from seq2spec.decoding.runner import DecoderRunner
-from seq2spec.drafts.input_copy import SourceCopy, pad_rows
+from seq2spec.drafts.input_copy import SourceCopy, SourceRewrite, copy_sources, pad_rows
 from seq2spec.drafts.schedule import LengthSchedule
 
 
@@ -16,11 +16,19 @@ class CopyThenDraftProposer:
     same token proposes the copy (long, free); a row where they disagree (an error being corrected, or no
     alignment) proposes the draft model's own greedy continuation. The draft model therefore runs once per round
     for copying rows and ``k`` times only while some row needs it. Copying rows adapt their copy length with
-    ``copy_schedule``, drafting rows their draft length with ``draft_schedule``.
+    ``copy_schedule``, drafting rows their draft length with ``draft_schedule``. With ``rewrite`` the copy comes from
+    the source as ``rewrite`` returns it (a spell-checked source, for instance).
     """
 
-    def __init__(self, runner: DecoderRunner, copy_schedule: LengthSchedule, draft_schedule: LengthSchedule) -> None:
+    def __init__(
+        self,
+        runner: DecoderRunner,
+        copy_schedule: LengthSchedule,
+        draft_schedule: LengthSchedule,
+        rewrite: SourceRewrite | None = None,
+    ) -> None:
         self.runner = runner
+        self.rewrite = rewrite
         self.copy = SourceCopy(copy_schedule)
         self.draft_schedule = draft_schedule
         self.filler = 0
@@ -31,7 +39,7 @@ class CopyThenDraftProposer:
         self.fed_drafts = 0  # draft tokens fed after the catch-up forward this round (the same for every row)
 
     def start(self, batch: DecodingBatch) -> None:
-        self.copy.start(batch.source_ids())
+        self.copy.start(copy_sources(batch, self.rewrite))
         self.draft_schedule.reset(batch.rows)
         self.filler = batch.pad_token_id
         self.eos = torch.tensor(batch.eos_token_ids, dtype=torch.long, device=self.runner.device)

@@ -12,7 +12,7 @@ from seq2spec.decoding.runner import DecoderRunner, DecoderStep
 from seq2spec.drafts.copy_then_draft import CopyThenDraftProposer
 from seq2spec.drafts.dense import int8_available
 from seq2spec.drafts.draft_model import DraftModelProposer
-from seq2spec.drafts.input_copy import InputCopyProposer
+from seq2spec.drafts.input_copy import InputCopyProposer, SourceRewrite
 from seq2spec.drafts.lean_t5 import LEAN_FAMILIES, LeanT5Decoder
 from seq2spec.drafts.lean_whisper import LeanWhisperDraft, is_whisper_draft
 from seq2spec.drafts.no_draft import NoDraft
@@ -48,6 +48,7 @@ class ProposerFactory:
     ``draft`` is a draft model (with its ``family``; ``shares_encoder`` when it reads the big model's encoder
     output), ``copy`` proposes from each row's source (with ``draft``: copy where it aligns, the draft elsewhere),
     ``proposer`` is a user's own ``Proposer``, reused across batches (``start`` is called for each).
+    ``copy_rewrite`` (set by the speculator for ``spellcheck_copy``) rewrites the sources a copy proposes from.
     """
 
     def __init__(
@@ -66,6 +67,7 @@ class ProposerFactory:
         self.draft, self.family, self.shares_encoder = draft, family, shares_encoder
         self.copy = copy
         self.proposer = CheckedProposer(proposer) if proposer is not None else None
+        self.copy_rewrite: SourceRewrite | None = None
         self._lean: tuple[tuple, DecoderStep | None] = ((), None)
 
     def __call__(self, batch: DecodingBatch, stats: SpeculationStats) -> Proposer:
@@ -76,13 +78,13 @@ class ProposerFactory:
             options.num_draft_tokens, options.min_draft_tokens, options.max_copy_tokens, "double", options.adaptive
         )
         if self.draft is None:
-            return InputCopyProposer(copy_schedule) if self.copy else NoDraft()
+            return InputCopyProposer(copy_schedule, self.copy_rewrite) if self.copy else NoDraft()
         draft_schedule = LengthSchedule(
             options.num_draft_tokens, options.min_draft_tokens, options.max_draft_tokens, "add", options.adaptive
         )
         runner = self._draft_runner(batch, stats)
         if self.copy:
-            return CopyThenDraftProposer(runner, copy_schedule, draft_schedule)
+            return CopyThenDraftProposer(runner, copy_schedule, draft_schedule, self.copy_rewrite)
         return DraftModelProposer(
             runner,
             draft_schedule,

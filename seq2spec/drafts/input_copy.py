@@ -3,10 +3,26 @@ the input."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import torch
 
 from seq2spec.decoding.proposal import DecodingBatch, Proposal, ScoreProcessor
 from seq2spec.drafts.schedule import LengthSchedule
+
+# rewrites a batch's source token ids into the ids to copy from (a spell-checked source, for instance)
+SourceRewrite = Callable[[list[list[int]]], list[list[int]]]
+
+
+def copy_sources(batch: DecodingBatch, rewrite: SourceRewrite | None) -> list[list[int]]:
+    """What a copying proposer copies from: each row's source ids, rewritten by ``rewrite`` when given."""
+    sources = batch.source_ids()
+    if rewrite is None:
+        return sources
+    rewritten = rewrite(sources)
+    if len(rewritten) != len(sources):
+        raise ValueError(f"the copy source rewrite returned {len(rewritten)} rows for {len(sources)}")
+    return rewritten
 
 
 def align(source: list[int], output: list[int], position: int) -> int:
@@ -90,15 +106,17 @@ class SourceCopy:
 
 
 class InputCopyProposer:
-    """Proposes what follows each row's aligned position in its own source (see ``align``); no draft forwards."""
+    """Proposes what follows each row's aligned position in its own source (see ``align``; with ``rewrite``, in the
+    source as ``rewrite`` returns it); no draft forwards."""
 
-    def __init__(self, schedule: LengthSchedule) -> None:
+    def __init__(self, schedule: LengthSchedule, rewrite: SourceRewrite | None = None) -> None:
         self.copy = SourceCopy(schedule)
+        self.rewrite = rewrite
         self.filler = 0
         self.device: torch.device | str = "cpu"
 
     def start(self, batch: DecodingBatch) -> None:
-        self.copy.start(batch.source_ids())
+        self.copy.start(copy_sources(batch, self.rewrite))
         self.filler, self.device = batch.pad_token_id, batch.device
 
     def propose(self, max_tokens: int, process: ScoreProcessor) -> Proposal:

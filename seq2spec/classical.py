@@ -1,0 +1,121 @@
+"""Classical word-by-word spell checking: symspellpy with its bundled English frequency dictionary (``lookup``,
+maximum edit distance 2, closest suggestion), and the word handling around any such checker.
+
+Text is split at whitespace (kept as it is); a token is corrected only when it is one purely alphabetic word with
+optional punctuation around it (``"(Teh,"`` -> ``"(The,"``); tokens with digits, apostrophes, hyphens or other
+characters inside are left alone, as are mixed-case words (``AppArmor``) whose case cannot be carried onto another
+word. The word is looked up in lower case and the suggestion takes the word's pattern back: lower case, capitalised
+(``Recieve`` -> ``Receive``) or all capitals (``RECIEVE`` -> ``RECEIVE``); the punctuation around it is kept. A word
+the checker knows, or has no suggestion for, is left as written.
+
+seq2spec uses it to propose candidates (``SpeculationOptions.spellcheck_copy``: input copy copies from the source
+after this check, so its proposals run on through the typos the checker fixes); the recipes score it as a peer of
+the speller.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from collections.abc import Callable
+
+_WORD = re.compile(r"^([^A-Za-z0-9]*)([A-Za-z]+)([^A-Za-z0-9]*)$")
+_SPACE = re.compile(r"(\s+)")
+
+
+def case_pattern(word: str) -> str | None:
+    """'lower', 'title', 'upper' (two letters or more) or None (mixed case, as in a name like ``AppArmor``)."""
+    if word.islower():
+        return "lower"
+    if word[0].isupper() and (len(word) == 1 or word[1:].islower()):
+        return "title"
+    if word.isupper():
+        return "upper"
+    return None
+
+
+def apply_case(word: str, pattern: str) -> str:
+    """``word`` (lower case) in ``pattern``: as it is, capitalised, or in capitals."""
+    if pattern == "upper":
+        return word.upper()
+    if pattern == "title":
+        return word[:1].upper() + word[1:]
+    return word
+
+
+def correct_token(token: str, correct_word: Callable[[str], str | None]) -> str:
+    """``token`` corrected by ``correct_word`` (lower-case word -> suggestion or None), case and punctuation kept."""
+    match = _WORD.match(token)
+    if not match:
+        return token
+    before, core, after = match.groups()
+    pattern = case_pattern(core)
+    if pattern is None:
+        return token
+    suggestion = correct_word(core.lower())
+    if not suggestion or suggestion == core.lower():
+        return token
+    return before + apply_case(suggestion, pattern) + after
+
+
+def correct_text(text: str, correct_word: Callable[[str], str | None]) -> str:
+    return "".join(piece if piece.isspace() else correct_token(piece, correct_word) for piece in _SPACE.split(text))
+
+
+class CachedCorrector:
+    """A word corrector with its answers remembered (texts repeat words; pyspellchecker is slow on long ones)."""
+
+    def __init__(self, correct_word: Callable[[str], str | None]) -> None:
+        self._correct_word = correct_word
+        self._cache: dict[str, str | None] = {}
+
+    def __call__(self, word: str) -> str | None:
+        if word not in self._cache:
+            self._cache[word] = self._correct_word(word)
+        return self._cache[word]
+
+
+def symspell_word_corrector(max_edit_distance: int = 2) -> Callable[[str], str | None]:
+    from importlib.resources import files
+
+    from symspellpy import SymSpell, Verbosity
+
+    speller = SymSpell(max_dictionary_edit_distance=max_edit_distance)
+    dictionary = files("symspellpy") / "frequency_dictionary_en_82_765.txt"
+    if not speller.load_dictionary(str(dictionary), term_index=0, count_index=1):
+        raise FileNotFoundError(f"symspellpy's bundled dictionary {dictionary} could not be read")
+
+    def correct(word: str) -> str | None:
+        suggestions = speller.lookup(word, Verbosity.CLOSEST, max_edit_distance=max_edit_distance)
+        return suggestions[0].term if suggestions else None
+
+    return CachedCorrector(correct)
+
+
+_SHARED: dict[int, Callable[[str], str | None]] = {}
+_SHARED_LOCK = threading.Lock()
+
+
+def shared_symspell_corrector(max_edit_distance: int = 2) -> Callable[[str], str | None]:
+    """One ``symspell_word_corrector`` per process (loading the dictionary takes about a second)."""
+    with _SHARED_LOCK:
+        if max_edit_distance not in _SHARED:
+            _SHARED[max_edit_distance] = symspell_word_corrector(max_edit_distance)
+        return _SHARED[max_edit_distance]
+
+
+class SpellCheckedSource:
+    """A batch's source token ids, rewritten as the ids of the same texts after a word-by-word spell check; a
+    copying proposer copies from these (``SpeculationOptions.spellcheck_copy``)."""
+
+    def __init__(self, tokenizer, correct_word: Callable[[str], str | None] | None = None) -> None:
+        self.tokenizer = tokenizer
+        self.correct_word = correct_word if correct_word is not None else shared_symspell_corrector()
+
+    def __call__(self, sources: list[list[int]]) -> list[list[int]]:
+        texts = self.tokenizer.batch_decode(sources, skip_special_tokens=True)
+        checked = [correct_text(text, self.correct_word) for text in texts]
+        return [
+            source if new == text else self.tokenizer(new)["input_ids"]
+            for source, text, new in zip(sources, texts, checked, strict=True)
+        ]

@@ -1,6 +1,8 @@
 """Train seq2spec's spelling-correction pair: a ~15M-parameter T5 v1.1 corrector and a distilled small draft.
 
 Stages (run in order by ``--stage all``; each resumes from its last checkpoint in ``--work-dir``):
+  text       (not part of ``all``) snapshots the broader text of ``speller_text.py`` (Debian package descriptions,
+             manual pages) into the work directory, for ``--text-share``; ``validate`` then also scores it
   tokenizer  SentencePiece unigram model (2048 pieces, byte fallback) on the training sentences, clean and corrupted
   big        the big model, on (corrupted -> clean) pairs made fresh for every step
   small      the draft, distilled from the big model (cross-entropy on the clean text + KL to the big model's logits)
@@ -25,6 +27,7 @@ import json
 import math
 import random
 import sys
+import textwrap
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -35,6 +38,7 @@ from tqdm import tqdm
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import speller_data  # noqa: E402
+import speller_text  # noqa: E402
 
 VOCAB_SIZE = 2048
 # The big model: 4+4 layers, d_model 384 (12 heads of 32), gated-GELU feed-forward of 1024 units: 17.3M parameters.
@@ -86,6 +90,24 @@ def load_sources(work_dir: Path) -> dict:
     )
 
 
+TEXT_FILE = "text.json.gz"
+
+
+@functools.lru_cache(maxsize=2)
+def load_text(work_dir: Path) -> dict:
+    """The broader text (``speller_text.build_text``: Debian package descriptions and manual pages), read once from
+    the system by ``--stage text`` and kept in ``work_dir`` after that."""
+    return _cached_json(work_dir / TEXT_FILE, lambda: speller_text.build_text(load_typos(work_dir)))
+
+
+def split_text(work_dir: Path) -> tuple[list[str], list[str]]:
+    """The broader text's sentences of every source: (training, sorted by length; held out by hash)."""
+    sentences = sorted({s for source in load_text(work_dir)["sentences"].values() for s in source})
+    held_out = [s for s in sentences if speller_data.is_held_out(s)]
+    training = sorted((s for s in sentences if not speller_data.is_held_out(s)), key=lambda s: (len(s), s))
+    return training, held_out
+
+
 @functools.lru_cache(maxsize=4)
 def load_glosses(work_dir: Path, form: str = "definitions") -> list[str]:
     """WordNet's definitions, or its entries (headwords and first definition), as extra training text: read once
@@ -135,16 +157,28 @@ def validation_sets(
 
 @dataclass(frozen=True)
 class TrainingText:
-    """Where a batch's clean sentences come from: the corpus's training split and, for ``gloss_share`` of the
-    batches, WordNet's definitions. Both lists are sorted by length, so one batch has sentences of similar length."""
+    """Where a batch's clean sentences come from: the corpus's training split, for ``gloss_share`` of the batches
+    WordNet's definitions and for ``text_share`` of them the broader text (package descriptions, manual pages).
+    Every list is sorted by length, so one batch has sentences of similar length."""
 
     sentences: list[str]
     glosses: list[str] = field(default_factory=list)
     gloss_share: float = 0.0
+    text: list[str] = field(default_factory=list)
+    text_share: float = 0.0
 
     def pick(self, rng: random.Random, batch_size: int) -> list[str]:
-        from_glosses = self.glosses and self.gloss_share > 0 and rng.random() < self.gloss_share
-        pool = self.glosses if from_glosses else self.sentences
+        if self.text and self.text_share > 0:
+            draw = rng.random()
+            if draw < self.text_share:
+                pool = self.text
+            elif self.glosses and draw < self.text_share + self.gloss_share:
+                pool = self.glosses
+            else:
+                pool = self.sentences
+        else:  # as before the broader text existed: the same batches for the same seed
+            from_glosses = self.glosses and self.gloss_share > 0 and rng.random() < self.gloss_share
+            pool = self.glosses if from_glosses else self.sentences
         window = 8 * batch_size
         start = rng.randrange(0, max(1, len(pool) - window))
         return [pool[start + rng.randrange(min(window, len(pool)))] for _ in range(batch_size)]
@@ -160,9 +194,22 @@ def training_text(args) -> TrainingText:
     """The training split of the corpus, plus WordNet's definitions when ``--gloss-share`` is above 0 (held-out
     hashes excluded there too, so no held-out sentence is ever trained on)."""
     training, _ = split_corpus(args.work_dir)
-    if args.gloss_share <= 0:
+    text_share = getattr(args, "text_share", 0.0)
+    limit = getattr(args, "text_max_chars", 200)
+    text = [s for s in split_text(args.work_dir)[0] if len(s) <= limit] if text_share > 0 else []
+    glosses = training_glosses(args.work_dir, args.gloss_form) if args.gloss_share > 0 else []
+    if not glosses and not text:
         return TrainingText(training)
-    return TrainingText(training, training_glosses(args.work_dir, args.gloss_form), args.gloss_share)
+    return TrainingText(training, glosses, args.gloss_share, text, text_share)
+
+
+def training_noise(args, typos: dict[str, list[str]]):
+    """The corruption of the training batches: the recipe's ``Corruptor``, or with ``--human-noise-share`` above 0
+    ``speller_text.MixedNoise`` (that share of the corrupted sentences with ``noise.HumanNoise``)."""
+    human = getattr(args, "human_noise_share", 0.0)
+    if human <= 0:
+        return speller_data.Corruptor(typos, clean_share=args.clean_share)
+    return speller_text.MixedNoise(typos, args.clean_share, human, args.initial_typo_share)
 
 
 def make_batch(tokenizer, training: TrainingText | list[str], corruptor, seed: int, step: int, batch_size: int):
@@ -378,7 +425,7 @@ def train_loop(args, name: str, model, steps: int, peak_lr: float, loss_fn, toke
     training = training_text(args)
     typos = load_typos(args.work_dir)
     pairs, clean = evaluation_sets(held_out, typos, args.seed, args.quick_eval_size)
-    corruptor = speller_data.Corruptor(typos, clean_share=args.clean_share)
+    corruptor = training_noise(args, typos)
     copier = speller_data.Corruptor(typos, clean_share=1.0)  # curriculum: learn to copy first
     model.to(args.device)
     optimizer = torch.optim.AdamW(model.parameters(), lr=peak_lr, betas=(0.9, 0.98), weight_decay=0.01)
@@ -449,6 +496,10 @@ def record_run(args, name: str, first: int, last: int, planned: int, peak_lr: fl
         "clean_share": args.clean_share,
         "minutes": round(minutes, 1),
     }
+    if getattr(args, "text_share", 0.0) > 0:
+        run.update(text_share=args.text_share, text_max_chars=args.text_max_chars)
+    if getattr(args, "human_noise_share", 0.0) > 0:
+        run.update(human_noise_share=args.human_noise_share, initial_typo_share=args.initial_typo_share)
     if name == "big":
         run.update(dropout=args.dropout, init_from=str(args.init_from) if args.init_from else None)
     if name == "small":
@@ -693,6 +744,28 @@ def stage_eval(args) -> dict:
     return metrics
 
 
+def text_validation_sets(work_dir: Path, typos, seed: int, size: int) -> tuple[list[tuple[str, str]], list[str]]:
+    """``size`` held-out sentences of the broader text with 1-3 human-like typos (``noise.HumanNoise``) and
+    ``size`` other ones left clean: never trained on, and no sentence of the evaluation sets."""
+    _, held_out = split_text(work_dir)
+    rng = random.Random(seed)
+    shuffled = held_out[:]
+    rng.shuffle(shuffled)
+    if len(shuffled) < 2 * size:
+        raise ValueError(f"{len(shuffled)} held-out sentences of the broader text: too few for 2 x {size}")
+    noise = speller_text.MixedNoise(typos, clean_share=0.0, human_share=1.0, initial_share=0.0)
+    return [(noise(s, rng), s) for s in shuffled[:size]], shuffled[size : 2 * size]
+
+
+def stage_text(args) -> None:
+    """Snapshots the broader text (``speller_text``) into the work directory; later stages read the snapshot."""
+    text = load_text(args.work_dir)
+    for source, sentences in text["sentences"].items():
+        print(f"{source}: {len(sentences)} sentences from {len(text['packages'][source])} packages")
+    training, held_out = split_text(args.work_dir)
+    print(f"broader text: {len(training)} training sentences, {len(held_out)} held out -> {args.work_dir / TEXT_FILE}")
+
+
 def stage_validate(args) -> dict:
     """The big checkpoint's CER and unchanged-clean share on the validation sentences (held out, and outside the
     final evaluation), appended to ``validation.jsonl``: the figures that pick a candidate for the evaluation."""
@@ -710,6 +783,15 @@ def stage_validate(args) -> dict:
         "cer_big": scores["cer_output"],
         "clean_unchanged_big": scores["clean_unchanged"],
     }
+    if (args.work_dir / TEXT_FILE).exists():  # the broader text's held-out sentences, with human-like noise
+        pairs, clean = text_validation_sets(args.work_dir, typos, args.seed + 7, min(args.validation_size, 400))
+        scores = correction_scores(big, tokenizer, pairs, clean)
+        result.update(
+            text_sentences=[len(pairs), len(clean)],
+            text_cer_input=scores["cer_input"],
+            text_cer_big=scores["cer_output"],
+            text_clean_unchanged_big=scores["clean_unchanged"],
+        )
     with open(args.work_dir / "validation.jsonl", "a", encoding="utf-8") as handle:
         handle.write(json.dumps(result) + "\n")
     print(json.dumps(result))
@@ -732,7 +814,7 @@ loads them (as float32 on CPU), and `Seq2SeqSpeculator()` / `seq2spec correct` u
   appears spelled as the dictionary spells it. Those whose hash falls in the held-out share are left out. A run's
   "glosses" column below says what share of its batches came from them. Their vocabulary is far wider than the
   examples': rare, technical and proper words the model must learn to copy. The held-out figures below are on the
-  corpus sentences only.
+  corpus sentences only.{text_data}
 - Corruption, drawn afresh for every training step: a share of the sentences is left clean (the model learns to
   copy; 30% by default, each run's share in the "left clean" column below); the rest get 1-3 misspelled words, 60%
   of them real misspellings from codespell's dictionary (typo -> fix, reversed; CC BY-SA 3.0 data) where the word
@@ -823,7 +905,7 @@ def training_runs(work_dir: Path) -> tuple[str, float]:
             lines.append(
                 f"| {name} | {steps} | {run.get('hardware', '?')} | {run.get('batch_size', '?')} "
                 f"| {run.get('peak_lr', '?')} | {run.get('warmup', '?')} | {run.get('dropout', 0.0)} "
-                f"| {gloss_column(run)} | {run.get('clean_share', 0.3):.0%} | {origin} "
+                f"| {gloss_column(run)} | {clean_column(run)} | {origin} "
                 f"| {run['minutes']} |"
             )
             minutes += run["minutes"]
@@ -834,7 +916,41 @@ def gloss_column(run: dict) -> str:
     """A run's share of dictionary batches, and their form when it is not the plain definitions."""
     share = run.get("gloss_share", 0.0)
     form = run.get("gloss_form", "definitions")
-    return f"{share:.0%}" + (f" ({form})" if share > 0 and form != "definitions" else "")
+    text = run.get("text_share", 0.0)
+    return (
+        f"{share:.0%}"
+        + (f" ({form})" if share > 0 and form != "definitions" else "")
+        + (f"; broader text {text:.0%}" if text > 0 else "")
+    )
+
+
+def clean_column(run: dict) -> str:
+    """A run's share of sentences left clean, and the share of the others given human-like noise."""
+    human = run.get("human_noise_share", 0.0)
+    return f"{run.get('clean_share', 0.3):.0%}" + (f" (human-like noise: {human:.0%} of the rest)" if human else "")
+
+
+def text_data(work_dir: Path) -> str:
+    """The model card's line on the broader text, when a run of the work directory trained on it."""
+    runs = [
+        json.loads(line)
+        for name in STARTS
+        if (work_dir / f"{name}_runs.jsonl").exists()
+        for line in (work_dir / f"{name}_runs.jsonl").read_text(encoding="utf-8").splitlines()
+    ]
+    if not any(run.get("text_share", 0) > 0 for run in runs) or not (work_dir / TEXT_FILE).exists():
+        return ""
+    text = load_text(work_dir)["sentences"]
+    training, held_out = split_text(work_dir)
+    line = (
+        f'- Broader text (the runs with a "broader text" share below): {len(text["descriptions"])} sentences of '
+        f"Debian bookworm package descriptions (Translation-en; each package's licence) and {len(text['man_pages'])} "
+        "of installed manual pages (each package's licence), at most 2,000 per package, made by "
+        "`recipes/speller_text.py`; Python's own packages and the out-of-domain evaluation's sources are left out, "
+        f'and so is every sentence of both evaluation sets; {len(held_out)} held out by hash. The "left clean" '
+        "column says which runs gave a share of the corrupted sentences `recipes/noise.py`'s human-like typos."
+    )
+    return "\n" + textwrap.fill(line, width=116, subsequent_indent="  ", break_on_hyphens=False)
 
 
 def word_table(words: dict[str, int] | None) -> str:
@@ -883,6 +999,7 @@ def write_model_card(args, metrics: dict, configs: dict, vocab: int) -> None:
         training_runs=runs_table,
         total_hours=hours,
         word_table=word_table(metrics.get("words_big")),
+        text_data=text_data(args.work_dir),
         **{
             key: metrics[key]
             for key in (
@@ -938,7 +1055,9 @@ def write_heldout_sample(args, held_out: list[str]) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument(
-        "--stage", choices=["tokenizer", "seed", "big", "small", "validate", "eval", "export", "all"], default="all"
+        "--stage",
+        choices=["text", "tokenizer", "seed", "big", "small", "validate", "eval", "export", "all"],
+        default="all",
     )
     parser.add_argument("--work-dir", type=Path, default=Path("runs/speller"), help="checkpoints, logs, tokenizer")
     parser.add_argument("--export-dir", type=Path, default=Path("seq2spec/assets/speller"))
@@ -978,6 +1097,23 @@ def main() -> None:
     )  # fmt: skip
     parser.add_argument("--clean-share", type=float, default=0.3, help="training sentences left clean (copy)")
     parser.add_argument(
+        "--text-share", type=float, default=0.0,
+        help="share of batches drawn from the broader text (Debian package descriptions and manual pages; "
+        "snapshot made by --stage text) instead of the corpus or the glosses",
+    )  # fmt: skip
+    parser.add_argument(
+        "--text-max-chars", type=int, default=200, help="the broader text's longest training sentence, characters"
+    )
+    parser.add_argument(
+        "--human-noise-share", type=float, default=0.0,
+        help="share of the corrupted training sentences given 1-3 typos by noise.HumanNoise (the rest: the "
+        "recipe's codespell and edit noise)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--initial-typo-share", type=float, default=0.2,
+        help="of the sentences given human-like noise, the share whose first word gets a typo",
+    )  # fmt: skip
+    parser.add_argument(
         "--distill-weight", type=float, default=0.5, help="small model: weight of the KL term (rest: cross-entropy)"
     )
     parser.add_argument(
@@ -1007,9 +1143,11 @@ def main() -> None:
     )
     parser.add_argument("--dropout", type=float, default=0.0, help="dropout rate of the big model while it trains")
     args = parser.parse_args()
-    for name in ("gloss_share", "clean_share"):
+    for name in ("gloss_share", "clean_share", "text_share", "human_noise_share", "initial_typo_share"):
         if not 0.0 <= getattr(args, name) <= 1.0:
             parser.error(f"--{name.replace('_', '-')} {getattr(args, name)}: a share must lie in [0, 1]")
+    if args.text_share + args.gloss_share > 1:
+        parser.error(f"--text-share {args.text_share} + --gloss-share {args.gloss_share}: more than all batches")
     for name in ("eval_size", "validation_size", "quick_eval_size"):
         if getattr(args, name) < 1:
             parser.error(f"--{name.replace('_', '-')} {getattr(args, name)}: needs at least 1 sentence of each kind")

@@ -27,6 +27,7 @@ from transformers import DynamicCache, EncoderDecoderCache, PreTrainedModel
 from transformers.modeling_outputs import BaseModelOutput
 
 from seq2spec.decoding.cache import cache_argument
+from seq2spec.decoding.head import weight_state
 from seq2spec.exact_attention import NAME as FLOAT64_ATTENTION
 from seq2spec.exact_attention import float64_decoder_attention
 
@@ -82,14 +83,8 @@ def _clamp(hidden: torch.Tensor) -> torch.Tensor:
 def _model_state(model: PreTrainedModel) -> tuple:
     """What the check depends on: every parameter's storage, in-place version, dtype and device, the mode and the
     attention implementation."""
-    state = []
-    for parameter in model.parameters():
-        try:
-            version = parameter._version
-        except RuntimeError:  # inference tensors keep no count
-            version = None
-        state.append((parameter.data_ptr(), version, parameter.dtype, parameter.device))
-    return (model.training, model.config._attn_implementation, tuple(state))
+    states = tuple(weight_state(parameter) for parameter in model.parameters())
+    return (model.training, model.config._attn_implementation, states)
 
 
 class ExactT5Forward:

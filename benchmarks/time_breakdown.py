@@ -155,6 +155,7 @@ def speller_cases(args, device: torch.device) -> Iterator[tuple[str, str, Callab
         return
     big, small, tokenizer = load_speller(device=device, dtype=args.torch_dtype)
     speculator = Seq2SeqSpeculator(big, small, tokenizer)
+    copying = Seq2SeqSpeculator(big, "input-copy", tokenizer, spellcheck_copy=True)  # Seq2SeqSpeculator()'s default
     lines = (ROOT / "recipes" / "data" / "spelling_heldout.tsv").read_text(encoding="utf-8").splitlines()
     texts = [line.split("\t")[0] for line in lines[1:] if line.strip()]
     for case, size in (("speller1", 1), ("speller16", 16)):
@@ -165,6 +166,7 @@ def speller_cases(args, device: torch.device) -> Iterator[tuple[str, str, Callab
         label = f"speller, batch {size}"
         yield label, "greedy", lambda e=encoded: big.generate(**e, max_new_tokens=128), big
         yield label, "seq2spec", lambda e=encoded: speculator.generate(**e, max_new_tokens=128), big
+        yield label, "seq2spec spell-checked copy", lambda e=encoded: copying.generate(**e, max_new_tokens=128), big
 
 
 def markdown(results: list[dict], title: str) -> str:

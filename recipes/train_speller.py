@@ -802,7 +802,8 @@ MODEL_CARD = """# seq2spec speller: a T5 spelling corrector and its distilled dr
 
 Trained offline by `recipes/train_speller.py` (seed {seed}). Both models share one SentencePiece
 tokenizer and are stored as float16 safetensors (`big/`, `small/`); `seq2spec.default_models.load_speller()`
-loads them (as float32 on CPU), and `Seq2SeqSpeculator()` / `seq2spec correct` use them when no model is named.
+loads them (as float32 on CPU). `Seq2SeqSpeculator()` / `seq2spec correct` use the big model when no model is
+named, proposing by copy of the spell-checked source (the draft is one argument away: `Seq2SeqSpeculator(None, draft)`).
 
 ## Data
 - Clean text: {corpus} English sentences, deduplicated: WordNet 3.0 usage examples (Debian `wordnet-base`,

@@ -64,10 +64,11 @@ MODEL_DEFAULT = _ModelDefault()
 
 
 class _Shipped:
-    """The default of ``small``: the shipped draft when ``big`` is the shipped model too, else no draft."""
+    """The default of ``small``: the shipped speller's tuned proposer when ``big`` is the shipped model too, else no
+    draft."""
 
     def __repr__(self) -> str:
-        return "<shipped draft>"
+        return "<shipped default>"
 
 
 SHIPPED = _Shipped()
@@ -105,8 +106,9 @@ class Seq2SeqSpeculator:
     ``big`` is a transformers encoder-decoder (T5, MT5, BART, mBART, Whisper) or a name/path for ``from_pretrained``;
     with ``big=None`` the shipped spelling corrector is used. ``small`` (or ``draft=``) proposes the candidates:
     a draft model (or its name/path) sharing the big model's vocabulary, ``"input-copy"`` to copy from each row's own
-    source, a ``Proposer`` object of your own, or None for no draft at all; by default the shipped draft goes with
-    the shipped big model and nothing with another one.
+    source, a ``Proposer`` object of your own, or None for no draft at all. By default the shipped big model proposes
+    by input copy from a spell-checked source (``spellcheck_copy``), the fastest proposer measured with it; its
+    distilled draft is ``seq2spec.default_models.load_speller()[1]``. Another big model gets no draft by default.
 
     ``options`` (``SpeculationOptions``) say how candidates are proposed; keyword arguments such as
     ``num_draft_tokens=8`` change single fields. A draft that carries tuned options (the shipped ones do) supplies
@@ -133,6 +135,11 @@ class Seq2SeqSpeculator:
             small = draft
         if options is not None and not isinstance(options, SpeculationOptions):
             raise TypeError(f"options must be a SpeculationOptions, got {type(options).__name__}")
+        shipped_options: dict[str, Any] = {}  # the shipped speller's tuned options, when it proposes by default
+        if big is None and small is SHIPPED:
+            from seq2spec.default_models import SPELLER_DEFAULT_OPTIONS, SPELLER_DEFAULT_PROPOSER
+
+            small, shipped_options = SPELLER_DEFAULT_PROPOSER, dict(SPELLER_DEFAULT_OPTIONS)
         copy_only = isinstance(small, str) and small == INPUT_COPY
         proposer = small if _is_proposer(small) else None
         if copy_only or proposer is not None:
@@ -150,10 +157,9 @@ class Seq2SeqSpeculator:
         if big is None:
             from seq2spec.default_models import SPELLER_SENTENCE_CHARS, load_speller, not_for_the_speller
 
-            big, shipped_small, shipped_tokenizer = load_speller(device=device, dtype=dtype)
+            big, _, shipped_tokenizer = load_speller(device=device, dtype=dtype)
             self.returns_unchanged = not_for_the_speller
             self.split_longer_than = SPELLER_SENTENCE_CHARS
-            small = shipped_small if small is SHIPPED else small
             tokenizer = shipped_tokenizer if tokenizer is None else tokenizer
         elif small is SHIPPED:
             small = None
@@ -174,7 +180,8 @@ class Seq2SeqSpeculator:
             self.shares_encoder = self.small_family.decoder_only or encoders_match(self.big, self.small)
         if int8 and loaded_by_name:
             quantize_int8_pair(self.big, self.small if isinstance(small, str) else None)
-        base = options if options is not None else SpeculationOptions(**recommended_options(self.small))
+        tuned = {**recommended_options(self.small), **shipped_options}
+        base = options if options is not None else SpeculationOptions(**tuned)
         self.options = base.updated(**option_changes)
         if self.options.input_copy and self.small is None and not copy_only:
             raise ValueError("input_copy=True combines copying with a draft model, but no draft model was given")

@@ -61,7 +61,11 @@ def test_default_pair_loads_and_shares_a_tokenizer(speller):
     assert big.dtype == torch.float32 and small.dtype == torch.float32
     assert big.config.vocab_size == small.config.vocab_size == len(tokenizer)
     speculator = Seq2SeqSpeculator()
-    assert speculator.small is not None and speculator.tokenizer is not None
+    assert speculator.tokenizer is not None
+    # its default proposer: input copy from the spell-checked source, no draft model; the draft stays one argument away
+    assert speculator.small is None and speculator.options.spellcheck_copy
+    assert Seq2SeqSpeculator(None, small).small is small
+    assert not Seq2SeqSpeculator(None, small).options.spellcheck_copy
 
 
 @needs_weights
@@ -74,6 +78,7 @@ def test_default_correct_equals_big_greedy(speller):
         expected = big.generate(ids, do_sample=False, max_new_tokens=128)
         assert output == tokenizer.decode(expected[0], skip_special_tokens=True)
     assert speculator.last_stats.acceptance_rate > 0.5
+    assert speculator.last_stats.proposed_copy_tokens > 0 and speculator.last_stats.draft_forwards == 0
     assert corrected != MISSPELLED  # it does correct something
 
 

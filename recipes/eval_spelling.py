@@ -197,7 +197,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--source-column", default="source")
     parser.add_argument("--reference-column", default="reference")
     parser.add_argument("--model", help="big model name or path (default: the shipped speller)")
-    parser.add_argument("--draft", help="draft model, 'input-copy', or 'none' (default: the shipped draft)")
+    parser.add_argument(
+        "--draft", help="draft model, 'input-copy', or 'none' (default: the shipped speller's default proposer)"
+    )
     parser.add_argument("--batch-size", type=int, default=32)
     parser.add_argument("--limit", type=int, help="first N pairs only")
     parser.add_argument("--prefix", help="text put before every source, e.g. 'grammar: '")
@@ -228,7 +230,7 @@ def main(argv: list[str] | None = None) -> int:
     draft = None if args.draft in (None, "none") else args.draft
     if args.model is None and args.draft == "none":  # the shipped speller without its draft
         speculator = Seq2SeqSpeculator(small=None)
-    elif args.draft is None:  # the shipped draft with the shipped model, no draft with another model
+    elif args.draft is None:  # the shipped speller's default proposer, or no draft with another model
         speculator = Seq2SeqSpeculator(args.model)
     else:
         speculator = Seq2SeqSpeculator(args.model, draft)

@@ -74,6 +74,15 @@ class _Shipped:
 SHIPPED = _Shipped()
 
 
+def _load_dtype(device: str | torch.device | None, dtype: torch.dtype | str | None) -> dict[str, Any]:
+    """``from_pretrained``'s dtype for a model loaded by name: ``dtype`` when given, float32 for a CPU (a checkpoint
+    stored in float16 would otherwise run in float16, slow on most CPUs and with coarser rounding), else the
+    checkpoint's own."""
+    if dtype is not None:
+        return {"dtype": float_dtype(dtype)}
+    return {"dtype": torch.float32} if device is None or torch.device(device).type == "cpu" else {}
+
+
 def _is_proposer(value: object) -> bool:
     return not isinstance(value, (str, torch.nn.Module)) and isinstance(value, Proposer)
 
@@ -112,7 +121,8 @@ class Seq2SeqSpeculator:
 
     ``options`` (``SpeculationOptions``) say how candidates are proposed; keyword arguments such as
     ``num_draft_tokens=8`` change single fields. A draft that carries tuned options (the shipped ones do) supplies
-    the defaults. ``device`` and ``dtype`` apply to models loaded by name; a draft loaded by name follows the big one.
+    the defaults. ``device`` and ``dtype`` apply to models loaded by name (without ``dtype``: float32 on a CPU, the
+    checkpoint's own dtype elsewhere); a draft loaded by name follows the big one.
     ``dtype="int8"`` is the int8 mode on a CPU (``seq2spec.int8``): the output is then that of the int8 big model's
     own ``generate``.
     """
@@ -164,7 +174,7 @@ class Seq2SeqSpeculator:
         elif small is SHIPPED:
             small = None
         loaded_by_name = isinstance(big, str)
-        self.big = load_model(big, "big")
+        self.big = load_model(big, "big", **_load_dtype(device, dtype))
         if loaded_by_name and (device is not None or dtype is not None):
             self.big = self.big.to(device=device, dtype=float_dtype(dtype))
         self.big_family: Family = family_of(self.big, "big")

@@ -100,3 +100,15 @@ def test_chunks_match_one_pass_and_work_done_survives_a_failure(saved_pair, tmp_
     finished = kept.read_text(encoding="utf-8").splitlines()
     assert len(finished) == 4 and finished[:2] == whole.read_text(encoding="utf-8").splitlines()[:2]
     assert not partial.exists()
+
+
+def test_a_half_precision_checkpoint_loads_in_float32_on_a_cpu(toy_byte_models, tmp_path):
+    import copy
+
+    import torch
+
+    big, _, tokenizer = toy_byte_models
+    copy.deepcopy(big).to(torch.float16).save_pretrained(tmp_path / "half")
+    tokenizer.save_pretrained(tmp_path / "half")
+    assert Seq2SeqSpeculator(str(tmp_path / "half")).big.dtype == torch.float32
+    assert Seq2SeqSpeculator(str(tmp_path / "half"), dtype=torch.float16).big.dtype == torch.float16

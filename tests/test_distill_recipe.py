@@ -5,6 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import distill_whisper_draft  # noqa: E402
+import numpy as np
+import pytest
 import torch
 
 
@@ -52,3 +54,34 @@ def test_a_planned_clip_advances_the_generator_as_a_spoken_one(monkeypatch):
     assert [text for text, _, _ in clips] == [plan["text"] for plan in plans]
     assert spoken.random() == planned.random()
     assert len({len(samples) for _, samples, _ in clips}) > 1  # leads of different lengths: the plans differ
+
+
+def test_held_out_voices_never_speak_training_clips(tmp_path):
+    import voices
+
+    for name in ("af_bella", "af_nicole", "am_echo", "bf_emma", "bf_isabella", "bm_lewis", "bm_george", "jf_alpha"):
+        (tmp_path / f"{name}.bin").write_bytes(b"")
+    train, held_out = voices.natural_voices(tmp_path)
+    assert {v.name for v in held_out} == set(voices.KOKORO_HELD_OUT)
+    assert not {v.name for v in train} & set(voices.KOKORO_HELD_OUT)
+    assert {v.label for v in train} == {"hibari:heart", "kokoro:af_bella", "kokoro:bf_emma", "kokoro:bm_george"}
+    assert voices.natural_voices(None) == ([voices.Voice("hibari", "heart")], [])
+    with pytest.raises(FileNotFoundError, match="kokoro-js"):
+        voices.natural_voices(tmp_path / "missing")
+
+
+def test_clips_are_spoken_in_order_by_parallel_workers():
+    items = list(range(23))
+    assert list(distill_whisper_draft.parallel_map(abs, [-i for i in items], 3)) == items
+    assert list(distill_whisper_draft.parallel_map(abs, [-i for i in items], 1)) == items
+
+
+def test_hibari_speaks_at_16_khz():
+    pytest.importorskip("hibari")
+    import voices
+
+    samples = voices.speak("The library closes at six.", voices.Voice("hibari", "heart"), stretch=1.0, seed=1)
+    again = voices.speak("The library closes at six.", voices.Voice("hibari", "heart"), stretch=1.0, seed=1)
+    slower = voices.speak("The library closes at six.", voices.Voice("hibari", "heart"), stretch=1.3, seed=1)
+    assert samples.dtype == np.float32 and 0.8 * voices.RATE < len(samples) < 4 * voices.RATE
+    assert np.array_equal(samples, again) and len(slower) > len(samples)

@@ -84,6 +84,7 @@ def test_shipped_speller_on_cuda(dtype):
         {"small": small, "lean_draft": False},
         {"small": small, "acceptance": "batch-min"},
         {"draft": "input-copy"},
+        {"draft": "input-copy", "spellcheck_copy": True},  # the shipped speller's default proposer
     ):
         speculator = Seq2SeqSpeculator(big, tokenizer=tokenizer, **mode)
         assert_same(speculator.generate(batch["input_ids"], batch["attention_mask"], max_new_tokens=64), expected)
@@ -91,6 +92,8 @@ def test_shipped_speller_on_cuda(dtype):
             assert speculator._lean_draft_step() is not None
     corrected = Seq2SeqSpeculator(big, small, tokenizer=tokenizer).correct(texts, batch_size=8, max_new_tokens=64)
     assert corrected == tokenizer.batch_decode(expected, skip_special_tokens=True)
+    default = Seq2SeqSpeculator(device=DEVICE, dtype=DTYPES[dtype])  # the shipped speller as a user gets it
+    assert default.correct(texts, batch_size=8, max_new_tokens=64) == corrected
 
 
 @pytest.mark.parametrize("dtype", DTYPES)

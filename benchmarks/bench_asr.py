@@ -7,7 +7,10 @@ pass (warm-up, outputs, decoder calls, statistics):
 - ``seq2spec per-row`` / ``seq2spec batch-min`` / ``seq2spec per-row fixed``: the distilled draft, per-row
   acceptance or the batch-minimum rollback, adaptive or fixed draft length;
 - ``faster-whisper int8`` / ``float32``: CTranslate2 greedy (beam 1, no VAD, no temperature fallback, no
-  conditioning on previous text) on the same base weights, file by file, when ``faster-whisper`` is installed.
+  conditioning on previous text) on the same base weights, file by file, when ``faster-whisper`` is installed;
+- ``hf pipeline, chunked``: long form only, transformers' speech-recognition pipeline on the same model with its
+  chunked batching (``--pipeline-batch-size`` 30 s windows per batch): a different output, so the long-form rows
+  carry each method's WER against the file's reference (``references.tsv`` beside it) when there is one.
 With ``--openai-settings`` every method decodes with openai-whisper's transcription settings instead: temperature
 fallback with its thresholds and conditioning on previous text (Whisper's generate arguments; faster-whisper's
 defaults). A window that falls back is sampled, so outputs may then differ between methods. ``--word-timestamps``
@@ -173,6 +176,57 @@ def faster_whisper_methods(
     return methods
 
 
+class ChunkedPipeline:
+    """transformers' speech-recognition pipeline on the same model, with its chunked batching: the audio cut into
+    30 s windows that overlap by 5 s, ``batch_size`` windows decoded in one batched greedy ``generate``, the texts
+    merged at the overlaps. A different output from Whisper's sequential long-form decoding (the one greedy and
+    seq2spec share), so its WER stands beside its time. ``seconds``: its last call, device synchronised."""
+
+    def __init__(self, big, processor, batch_size: int) -> None:
+        from transformers import pipeline
+
+        self.pipe = pipeline(
+            "automatic-speech-recognition",
+            model=big,
+            tokenizer=processor.tokenizer,
+            feature_extractor=processor.feature_extractor,
+            chunk_length_s=30,
+            batch_size=batch_size,
+            device=big.device,
+        )
+        self.seconds = 0.0
+
+    def __call__(self, clips: list) -> list[str]:
+        synchronize = torch.cuda.synchronize if self.pipe.device.type == "cuda" else lambda: None
+        synchronize()
+        start = time.perf_counter()
+        outputs = self.pipe([clip.copy() for clip in clips], generate_kwargs=dict(LANGUAGE))
+        synchronize()
+        self.seconds = time.perf_counter() - start
+        return [output["text"].strip() for output in outputs]
+
+
+def reference_text(path: Path) -> str | None:
+    """The transcript of ``path`` in the ``references.tsv`` beside it (``file<TAB>text``), if there is one."""
+    table = path.parent / "references.tsv"
+    if not table.is_file():
+        return None
+    for line in table.read_text(encoding="utf-8").splitlines()[1:]:
+        name, _, text = line.partition("\t")
+        if name == path.name:
+            return text
+    return None
+
+
+def word_error_rate(reference: str, hypothesis: str) -> float:
+    """WER after Whisper's English text normalisation (jiwer)."""
+    import jiwer
+    from transformers.models.whisper.english_normalizer import EnglishTextNormalizer
+
+    normalise = EnglishTextNormalizer({})
+    return jiwer.wer(" ".join(normalise(reference).split()), " ".join(normalise(hypothesis).split()))
+
+
 def bench(args, failures: dict[str, str]) -> list[Row]:
     """Rows of the table; a peer that raises is left out of that case and its error kept in ``failures``."""
     device = torch.device(args.device)
@@ -191,6 +245,7 @@ def bench(args, failures: dict[str, str]) -> list[Row]:
     cases = [(bs, False) for bs in args.batch_sizes] + ([(1, True)] if args.long_form else [])
     decoding = WhisperDecoding(temperature_fallback=True, condition_on_previous_text=True)
     openai_settings = decoding.generate_arguments(processor) if args.openai_settings else {}
+    long_form_reference = reference_text(args.long_form_file) if args.long_form else None
     rows: list[Row] = []
     for batch_size, long_form in cases:
         if long_form:
@@ -243,12 +298,16 @@ def bench(args, failures: dict[str, str]) -> list[Row]:
                 return output, s.last_stats
 
             methods[name] = run
-        for name, peer in peers.items():
+        case_peers = dict(peers)
+        if long_form and not openai_settings and not args.word_timestamps and args.pipeline_batch_size > 0:
+            pipeline_name = f"hf pipeline, chunked (batch {args.pipeline_batch_size})"
+            case_peers[pipeline_name] = ChunkedPipeline(big, processor, args.pipeline_batch_size)
+        for name, peer in case_peers.items():
             methods[name] = peer
 
-        def call(name, method, batch):
+        def call(name, method, batch, case_peers=case_peers):
             features, mask, chunk = batch
-            return method(chunk) if name in peers else method(features, mask)
+            return method(chunk) if name in case_peers else method(features, mask)
 
         # first pass, untimed (it is also the warm-up): outputs, decoder calls, statistics, memory
         passes: dict[str, tuple] = {}
@@ -261,7 +320,7 @@ def bench(args, failures: dict[str, str]) -> list[Row]:
             try:
                 for batch in batches:
                     result = call(name, method, batch)
-                    if name in peers:
+                    if name in case_peers:
                         outputs.append(result)
                         continue
                     output, stats = result
@@ -269,7 +328,7 @@ def bench(args, failures: dict[str, str]) -> list[Row]:
                     if stats is not None:
                         total.merge(stats)
             except Exception as error:  # another project's method failing here is a result, not a crash
-                if name not in PEERS and name not in peers:
+                if name not in PEERS and name not in case_peers:
                     raise
                 record_peer_failure(failures, f"{name}, batch {label}", error)
                 del methods[name]
@@ -279,14 +338,17 @@ def bench(args, failures: dict[str, str]) -> list[Row]:
                 reference = outputs
                 decoded = [t for out in outputs for t in tokenizer.batch_decode(out, skip_special_tokens=True)]
                 reference_texts = [t.strip() for t in decoded]
-            if name in peers:
-                identical = [t for out in outputs for t in out] == reference_texts
+            if name in case_peers:
+                texts = [t for out in outputs for t in out]
+                identical = texts == reference_texts
                 calls = float("nan")
             else:
                 pairs = zip(outputs, reference, strict=True)
                 identical = all(a.shape == b.shape and torch.equal(a, b) for a, b in pairs)
+                texts = [t.strip() for out in outputs for t in tokenizer.batch_decode(out, skip_special_tokens=True)]
                 calls = counter.calls
-            passes[name] = (identical, calls, total, peak)
+            wer = word_error_rate(long_form_reference, texts[0]) if long_form and long_form_reference else None
+            passes[name] = (identical, calls, total, peak, wer)
 
         times: dict[str, list[float]] = {name: [] for name in methods}
         for _ in range(args.repeats):
@@ -299,13 +361,13 @@ def bench(args, failures: dict[str, str]) -> list[Row]:
                     peer_seconds += getattr(method, "seconds", 0.0)
                 if device.type == "cuda":
                     torch.cuda.synchronize()
-                times[name].append(peer_seconds if name in peers else time.perf_counter() - start)
+                times[name].append(peer_seconds if name in case_peers else time.perf_counter() - start)
         seconds = {name: statistics.median(values) for name, values in times.items()}
 
         eos = big.generation_config.eos_token_id
         tokens = sum(int((out != eos).sum()) for out in reference)
         for name in methods:
-            identical, calls, total, peak = passes[name]
+            identical, calls, total, peak, wer = passes[name]
             rows.append(
                 Row(
                     batch_size=batch_size if not long_form else -1,
@@ -320,6 +382,7 @@ def bench(args, failures: dict[str, str]) -> list[Row]:
                     peak_memory_mb=peak,
                     identical_to_greedy=identical,
                     accepted_length_histogram=list(total.accepted_length_histogram),
+                    wer=wer,
                 )
             )
             row = rows[-1]
@@ -345,6 +408,10 @@ def main() -> None:
     parser.add_argument("--min-clips", type=int, default=8, help="clips at batch size 1")
     parser.add_argument("--no-long-form", dest="long_form", action="store_false", help="skip the long-form file")
     parser.add_argument("--no-peers", action="store_true", help="skip faster-whisper")
+    parser.add_argument(
+        "--pipeline-batch-size", type=int, default=16,
+        help="long form: transformers' chunked pipeline as a peer, this many 30 s windows per batch (0: skip it)",
+    )  # fmt: skip
     parser.add_argument(
         "--openai-settings",
         action="store_true",
@@ -400,7 +467,7 @@ def main() -> None:
         plot([r for r in rows if r.batch_size > 0], stem)
     print()
     print(table)
-    if not all(r.identical_to_greedy for r in rows if not r.method.startswith("faster-whisper")):
+    if not all(r.identical_to_greedy for r in rows if not r.method.startswith(("faster-whisper", "hf pipeline"))):
         sys.exit("some seq2spec outputs differ from greedy")
 
 

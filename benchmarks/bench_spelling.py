@@ -62,6 +62,7 @@ class Row:
     peak_memory_mb: float | None
     identical_to_greedy: bool
     accepted_length_histogram: list[int] = field(default_factory=list)
+    wer: float | None = None  # against the references, where the benchmark has them
 
 
 def read_sources(path: Path, limit: int | None) -> list[str]:
@@ -196,19 +197,21 @@ def bench(args, failures: dict[str, str]) -> list[Row]:
 
 
 def markdown(rows: list[Row], machine: str, failures: dict[str, str] | None = None) -> str:
+    with_wer = any(r.wer is not None for r in rows)
     lines = [
         f"Machine: {machine}",
         "",
         "| batch | method | wall s | speedup vs greedy | tokens/s | big forwards/token | tokens per big row-forward "
-        "| acceptance | peak MB | identical |",
-        "|---:|---|---:|---:|---:|---:|---:|---:|---:|---|",
+        "| acceptance | peak MB | identical |" + (" WER |" if with_wer else ""),
+        "|---:|---|---:|---:|---:|---:|---:|---:|---:|---|" + ("---:|" if with_wer else ""),
     ]
     for r in rows:
         peak = f"{r.peak_memory_mb:.0f}" if r.peak_memory_mb is not None else "-"
+        wer = (f" {r.wer:.3f} |" if r.wer is not None else " - |") if with_wer else ""
         lines.append(
             f"| {r.batch_size} | {r.method} | {r.seconds:.2f} | {r.speedup:.2f} | {r.tokens_per_second:.0f} "
             f"| {r.big_forwards_per_token:.3f} | {r.tokens_per_big_row_forward:.2f} | {r.acceptance_rate:.2f} "
-            f"| {peak} | {'yes' if r.identical_to_greedy else 'NO'} |"
+            f"| {peak} | {'yes' if r.identical_to_greedy else 'NO'} |{wer}"
         )
     for method, error in (failures or {}).items():
         lines.append(f"\n{method}: failed on this machine ({error})")

@@ -89,7 +89,7 @@ def test_shipped_speller_on_cuda(dtype):
         speculator = Seq2SeqSpeculator(big, tokenizer=tokenizer, **mode)
         assert_same(speculator.generate(batch["input_ids"], batch["attention_mask"], max_new_tokens=64), expected)
         if mode.get("lean_draft", "small" in mode):  # the draft's lean step passed its probe on this device and dtype
-            assert speculator._lean_draft_step() is not None
+            assert speculator._proposers.lean_step() is not None
     corrected = Seq2SeqSpeculator(big, small, tokenizer=tokenizer).correct(texts, batch_size=8, max_new_tokens=64)
     assert corrected == tokenizer.batch_decode(expected, skip_special_tokens=True)
     default = Seq2SeqSpeculator(device=DEVICE, dtype=DTYPES[dtype])  # the shipped speller as a user gets it
@@ -142,4 +142,7 @@ def test_whisper_full_generate_on_cuda(dtype):
         end = tokens.index(256) + 1 if 256 in tokens else len(tokens)  # a finished row's later steps: not compared
         finite = torch.isfinite(theirs[row, :end])
         assert torch.equal(finite, torch.isfinite(mine[row, :end]))
-        torch.testing.assert_close(mine[row, :end][finite], theirs[row, :end][finite], rtol=0.02, atol=0.02)
+        # the verification forward scores several positions at once: its logits may differ from generate's one-step
+        # forward by a rounding step of the dtype (bfloat16: 0.0625 at magnitudes 8-16), never in the argmax
+        atol = 0.125 if dtype == "bfloat16" else 0.02
+        torch.testing.assert_close(mine[row, :end][finite], theirs[row, :end][finite], rtol=0.02, atol=atol)

@@ -103,3 +103,67 @@ def test_whisper_timestamp_rules_match_transformers(detect, max_initial):
             expected = original(input_ids, scores)
             actual = ours(input_ids, scores)
             assert torch.equal(actual, expected), (begin_index, length)
+
+
+@pytest.mark.parametrize("max_initial", [None, 3])
+def test_ragged_processing_equals_each_row_on_its_own_prefix(max_initial):
+    """process_ragged on right-padded rows of different lengths gives each row the scores that a call on that row's
+    own prefix gives (the loop processes all rows of a round in one call this way)."""
+    from types import SimpleNamespace
+
+    from transformers.generation.logits_process import WhisperTimeStampLogitsProcessor
+
+    from seq2spec.decoding.processors import WhisperTimestampRules
+
+    text, begin, vocabulary, begin_index = 40, 43, 60, 2
+    config = SimpleNamespace(
+        no_timestamps_token_id=begin - 1, eos_token_id=text, bos_token_id=41, max_initial_timestamp_index=max_initial
+    )
+    timestamps = WhisperTimeStampLogitsProcessor(config, begin_index, _detect_timestamp_from_logprob=True)
+    timestamps.max_initial_timestamp_index = max_initial
+    processors = [
+        CachedSuppressTokens(SuppressTokensLogitsProcessor([1, 5, 17])),
+        CachedSuppressTokensAtBegin(SuppressTokensAtBeginLogitsProcessor([3, 7, 44], begin_index=begin_index)),
+        WhisperTimestampRules(timestamps),
+    ]
+    generator = torch.Generator().manual_seed(2)
+    rows, width = 16, begin_index + 6
+    tokens = torch.randint(0, text, (rows, width), generator=generator)
+    stamps = torch.randint(begin, vocabulary, (rows, width), generator=generator)
+    prefixes = torch.where(torch.rand(rows, width, generator=generator) < 0.4, stamps, tokens)
+    lengths = torch.randint(begin_index, width + 1, (rows,), generator=generator)
+    assert len(lengths.unique()) > 3
+    scores = torch.randn(rows, vocabulary, generator=generator) * 3
+    for processor in processors:
+        ragged = processor.process_ragged(prefixes, lengths, scores.clone())
+        for row in range(rows):
+            own = processor(prefixes[row : row + 1, : int(lengths[row])], scores[row : row + 1].clone())
+            assert torch.equal(ragged[row : row + 1], own), (type(processor).__name__, row, int(lengths[row]))
+
+
+def test_prefix_processor_ragged_and_grouped_paths_agree():
+    """The loop's processing of candidate positions: one ragged call per position (Whisper's processors) and the
+    per-length groups (any other processor list) give the same scores, with or without host lengths."""
+    from seq2spec.decoding.sequences import PrefixProcessor, TokenBuffer
+
+    generator = torch.Generator().manual_seed(3)
+    prompt = torch.randint(0, 30, (6, 2), generator=generator)
+    buffer = TokenBuffer(prompt, capacity=12, pad_id=0)
+    counts = torch.tensor([0, 1, 2, 3, 1, 4])
+    buffer.append(torch.arange(6), torch.randint(0, 30, (6, 5), generator=generator), counts)
+    suppress = [
+        CachedSuppressTokens(SuppressTokensLogitsProcessor([1, 5])),
+        CachedSuppressTokensAtBegin(SuppressTokensAtBeginLogitsProcessor([3, 7], begin_index=3)),
+    ]
+    ragged = PrefixProcessor(LogitsProcessorList(suppress), buffer)
+    grouped = PrefixProcessor(LogitsProcessorList([*suppress, TemperatureLogitsWarper(1.0)]), buffer)
+    assert ragged.ragged and not grouped.ragged
+    rows = torch.tensor([5, 0, 3, 1])
+    candidates = torch.randint(0, 30, (4, 3), generator=generator)
+    scores = torch.randn(4, 4, 30, generator=generator)
+    host = (2 + counts[rows]).tolist()
+    expected = ragged.positions(rows, candidates, scores.clone(), host)
+    assert torch.isinf(expected).any()
+    assert torch.equal(grouped.positions(rows, candidates, scores.clone(), host), expected)
+    assert torch.equal(grouped.positions(rows, candidates, scores.clone()), expected)
+    assert torch.equal(ragged.step(rows, candidates, scores[:, 3].clone(), host), expected[:, 3])

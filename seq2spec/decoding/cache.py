@@ -15,6 +15,8 @@ import inspect
 import torch
 from transformers import EncoderDecoderCache
 
+from seq2spec.decoding.transfer import to_device
+
 
 @functools.cache
 def _cache_keyword(forward_type: type) -> str:
@@ -47,7 +49,7 @@ def drop_last_entries(cache: EncoderDecoderCache, counts: list[int]) -> list[int
     for layer in _self_attention_layers(cache):
         length = layer.keys.shape[-2]
         device = layer.keys.device
-        source = torch.arange(length, device=device)[None, :] - torch.tensor(shifts, device=device)[:, None]
+        source = torch.arange(length, device=device)[None, :] - to_device(shifts, device)[:, None]
         index = source.clamp_(min=0)[:, None, :, None]
         layer.keys = layer.keys.gather(2, index.expand_as(layer.keys))
         layer.values = layer.values.gather(2, index.expand_as(layer.values))

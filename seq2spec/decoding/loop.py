@@ -18,6 +18,7 @@ from seq2spec.decoding.proposal import DecodingBatch, Proposer
 from seq2spec.decoding.runner import DecoderRunner
 from seq2spec.decoding.scores import ScoreRecorder
 from seq2spec.decoding.sequences import PrefixProcessor, TokenBuffer
+from seq2spec.decoding.transfer import to_device
 from seq2spec.decoding.verify import GreedyVerifier, Verifier
 from seq2spec.options import SpeculationStats
 
@@ -61,8 +62,10 @@ def speculative_decode(
         if position_limit is not None:  # learned positions: feed no token past the last embedding
             max_tokens = max(0, min(max_tokens, position_limit - max(lengths)))
 
-        def process_draft(so_far: torch.Tensor, scores: torch.Tensor, rows: torch.Tensor = live_index) -> torch.Tensor:
-            return draft_processor.step(rows, so_far.to(device), scores.to(device))
+        def process_draft(
+            so_far: torch.Tensor, scores: torch.Tensor, rows: torch.Tensor = live_index, lengths: list[int] = lengths
+        ) -> torch.Tensor:
+            return draft_processor.step(rows, so_far.to(device), scores.to(device), lengths)
 
         proposal = proposer.propose(max_tokens, process_draft)
         candidates = proposal.tokens.to(device)
@@ -73,7 +76,7 @@ def speculative_decode(
                 observer.observe_prompt(output[:, :prompt_length])
         logits = output[:, last.shape[1] - 1 :]
         raw = logits.clone() if recorder is not None and recorder.keep_logits else None
-        scores = processor.positions(live_index, candidates, logits)  # processes logits in place
+        scores = processor.positions(live_index, candidates, logits, lengths)  # processes logits in place
         accepted, bonus = verifier.verify(candidates, scores, proposal.draft_probs)
 
         # The row's new tokens: accepted candidates then the bonus, cut at the first EOS and at the length limit.
@@ -117,7 +120,7 @@ def speculative_decode(
                 break
             lengths = [lengths[position] for position in keep]
             accepted_host = [accepted_host[position] for position in keep]
-            keep_index = torch.tensor(keep, device=device)
+            keep_index = to_device(keep, device)
             live_index = live_index.index_select(0, keep_index)
             bonus = bonus.index_select(0, keep_index)
             big.select(keep)

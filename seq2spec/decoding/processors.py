@@ -48,6 +48,9 @@ class CachedSuppressTokens(SuppressTokensLogitsProcessor):
     def __call__(self, input_ids: torch.LongTensor, scores: torch.Tensor) -> torch.Tensor:
         return scores.masked_fill(self._mask(scores), -float("inf"))
 
+    def process_ragged(self, prefixes: torch.Tensor, lengths: torch.Tensor, scores: torch.Tensor) -> torch.Tensor:
+        return self(prefixes, scores)
+
 
 class CachedSuppressTokensAtBegin(SuppressTokensAtBeginLogitsProcessor):
     """``SuppressTokensAtBeginLogitsProcessor`` with its mask built once and used only at the begin index."""
@@ -61,6 +64,10 @@ class CachedSuppressTokensAtBegin(SuppressTokensAtBeginLogitsProcessor):
             return scores
         return scores.masked_fill(self._mask(scores), -float("inf"))
 
+    def process_ragged(self, prefixes: torch.Tensor, lengths: torch.Tensor, scores: torch.Tensor) -> torch.Tensor:
+        at_begin = (lengths == self.begin_index).to(scores.device)
+        return scores.masked_fill(self._mask(scores)[None, :] & at_begin[:, None], -float("inf"))
+
 
 class WhisperTimestampRules(WhisperTimeStampLogitsProcessor):
     """``WhisperTimeStampLogitsProcessor`` with each row's timestamp state read by tensor operations."""
@@ -69,15 +76,23 @@ class WhisperTimestampRules(WhisperTimeStampLogitsProcessor):
         self.__dict__.update(original.__dict__)
 
     def __call__(self, input_ids: torch.LongTensor, scores: torch.Tensor) -> torch.Tensor:
+        lengths = torch.full((input_ids.shape[0],), input_ids.shape[1], dtype=torch.long, device=input_ids.device)
+        return self.process_ragged(input_ids, lengths, scores)
+
+    def process_ragged(self, prefixes: torch.Tensor, lengths: torch.Tensor, scores: torch.Tensor) -> torch.Tensor:
+        """The rules for each row after its own first ``lengths[row]`` tokens of ``prefixes``."""
         scores_processed = scores.clone()
         scores_processed[:, self.no_timestamps_token_id] = -float("inf")
         begin = self.timestamp_begin
-        generated = input_ids[:, self.begin_index :]
-        rows, length = generated.shape
-        is_timestamp = generated >= begin
-        none = torch.zeros(rows, dtype=torch.bool, device=input_ids.device)
-        last_was_timestamp = is_timestamp[:, -1] if length >= 1 else none
-        penultimate_was_timestamp = is_timestamp[:, -2] if length >= 2 else ~none
+        generated = prefixes[:, self.begin_index :]
+        at_begin = (lengths == self.begin_index).to(scores.device)[:, None]
+        lengths = (lengths.to(generated.device) - self.begin_index).clamp(min=0)  # each row's generated tokens
+        rows, width = generated.shape
+        positions = torch.arange(width, device=generated.device)
+        is_timestamp = (generated >= begin) & (positions[None, :] < lengths[:, None])
+        padded = torch.nn.functional.pad(is_timestamp, (2, 0))  # column 2 + p holds token p; columns 0, 1: none
+        last_was_timestamp = padded.gather(1, (lengths + 1)[:, None]).squeeze(1)
+        penultimate_was_timestamp = padded.gather(1, lengths[:, None]).squeeze(1) | (lengths < 2)
         vocabulary = torch.arange(scores_processed.shape[-1], device=scores_processed.device)
         # timestamps come in pairs, except directly before the end: after a pair, text; after a single one, no text
         after_pair = (last_was_timestamp & penultimate_was_timestamp).to(vocabulary.device)
@@ -87,16 +102,17 @@ class WhisperTimestampRules(WhisperTimeStampLogitsProcessor):
             -float("inf"),
         )
         # no timestamp below the row's last one (below the one after it, unless a pair is open)
-        positions = torch.arange(length, device=generated.device)
-        last_index = torch.where(is_timestamp, positions, -1).max(dim=1).values if length else none.long() - 1
-        last_timestamp = generated.gather(1, last_index.clamp(min=0)[:, None]).squeeze(1) if length else none.long()
+        last_index = torch.where(is_timestamp, positions, -1).max(dim=1).values if width else lengths - 1
+        last_timestamp = (
+            generated.gather(1, last_index.clamp(min=0)[:, None]).squeeze(1) if width else torch.zeros_like(lengths)
+        )
         floor = torch.where(after_single, last_timestamp, last_timestamp + 1)
         floor = torch.where(last_index >= 0, floor, torch.full_like(floor, begin)).to(vocabulary.device)
         scores_processed.masked_fill_((vocabulary >= begin) & (vocabulary < floor[:, None]), -float("inf"))
-        if input_ids.shape[1] == self.begin_index:
-            scores_processed[:, :begin] = -float("inf")
-            if self.max_initial_timestamp_index is not None:
-                scores_processed[:, begin + self.max_initial_timestamp_index + 1 :] = -float("inf")
+        scores_processed.masked_fill_(at_begin & (vocabulary < begin), -float("inf"))
+        if self.max_initial_timestamp_index is not None:
+            too_late = vocabulary > begin + self.max_initial_timestamp_index
+            scores_processed.masked_fill_(at_begin & too_late, -float("inf"))
         if self._detect_timestamp_from_logprob:
             logprobs = torch.nn.functional.log_softmax(scores_processed.float(), dim=-1)
             timestamp_logprob = logprobs[:, begin:].logsumexp(dim=-1)
@@ -121,6 +137,16 @@ class PromptNoSpeechDetection(LogitsProcessor):
     @property
     def reads_prompt(self) -> bool:
         return self.original.start_of_trans_offset > 1
+
+    @property
+    def ragged(self) -> bool:
+        """Rows of different lengths in one call: only when it leaves the scores alone (it reads the prompt)."""
+        return self.reads_prompt
+
+    def process_ragged(self, prefixes: torch.Tensor, lengths: torch.Tensor, scores: torch.Tensor) -> torch.Tensor:
+        if not self.reads_prompt:
+            raise RuntimeError("this no-speech detection reads the step's scores: apply it to rows of one length")
+        return scores
 
     def observe_prompt(self, logits: torch.Tensor) -> None:
         """``logits``: the big model's raw logits ``[rows, prompt length, vocab]`` over each row's prompt."""

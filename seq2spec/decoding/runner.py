@@ -13,6 +13,7 @@ from seq2spec.decoding import cache as cache_ops
 from seq2spec.decoding.exact_t5 import ExactT5Forward
 from seq2spec.decoding.families import Family, row_positions
 from seq2spec.decoding.head import BigModelHead
+from seq2spec.decoding.transfer import to_device
 
 
 class DecoderStep(Protocol):
@@ -114,12 +115,12 @@ class DecoderRunner:
         shifts = cache_ops.drop_last_entries(self.cache, [fed - count for count in kept])
         if any(shifts):
             self.padding = [pad + shift for pad, shift in zip(self.padding, shifts, strict=True)]
-            self.pad = torch.tensor(self.padding, device=self.device)
+            self.pad = to_device(self.padding, self.device)
             self._trim_common_padding()
 
     def select(self, rows: list[int]) -> None:
         """Keep only ``rows`` of the batch."""
-        index = torch.tensor(rows, device=self.device)
+        index = to_device(rows, self.device)
         cache_ops.select_rows(self.cache, index)
         self.padding = [self.padding[row] for row in rows]
         self.pad = self.pad.index_select(0, index)

@@ -2,27 +2,34 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import torch
-from transformers import LogitsProcessorList
+from transformers import LogitsProcessor, LogitsProcessorList
+
+from seq2spec.decoding.transfer import to_device
 
 
 class TokenBuffer:
-    """Right-padded generated tokens of a whole batch (the decoder prompt first) and each row's length."""
+    """Right-padded generated tokens of a whole batch (the decoder prompt first) and each row's length.
+
+    One column past ``capacity`` takes the writes a row does not keep, so appending needs no boolean mask (a mask
+    index makes the host wait for the GPU)."""
 
     def __init__(self, prompt: torch.Tensor, capacity: int, pad_id: int) -> None:
         rows, prompt_length = prompt.shape
-        self.tokens = torch.full((rows, capacity), pad_id, dtype=torch.long, device=prompt.device)
+        self.capacity = capacity
+        self.tokens = torch.full((rows, capacity + 1), pad_id, dtype=torch.long, device=prompt.device)
         self.tokens[:, :prompt_length] = prompt
         self.lengths = torch.full((rows,), prompt_length, dtype=torch.long, device=prompt.device)
 
     def append(self, rows: torch.Tensor, new_tokens: torch.Tensor, counts: torch.Tensor) -> None:
-        """Append the first ``counts[i]`` of ``new_tokens[i]`` to row ``rows[i]``."""
-        width = new_tokens.shape[1]
-        offsets = torch.arange(width, device=new_tokens.device)[None, :]
-        valid = offsets < counts[:, None]
-        columns = self.lengths[rows][:, None] + offsets
-        row_index = rows[:, None].expand_as(columns)
-        self.tokens[row_index[valid], columns[valid]] = new_tokens[valid]
+        """Append the first ``counts[i]`` of ``new_tokens[i]`` to row ``rows[i]`` (``counts[i]`` at most the row's
+        room left)."""
+        offsets = torch.arange(new_tokens.shape[1], device=new_tokens.device)[None, :]
+        columns = self.lengths.index_select(0, rows)[:, None] + offsets
+        columns = torch.where(offsets < counts[:, None], columns, self.capacity)
+        self.tokens[rows[:, None].expand_as(columns), columns] = new_tokens
         self.lengths[rows] += counts
 
     def output(self) -> torch.Tensor:
@@ -30,53 +37,104 @@ class TokenBuffer:
         return self.tokens[:, : int(self.lengths.max())].clone()
 
 
+def processes_ragged(processor: LogitsProcessor) -> bool:
+    """Whether ``processor`` has ``process_ragged(prefixes, lengths, scores)``: the scores of rows whose prefixes
+    have different lengths (``prefixes`` right-padded, row ``i``'s prefix its first ``lengths[i]`` tokens), equal
+    to calling it row by row on each row's own prefix."""
+    return callable(getattr(processor, "process_ragged", None)) and getattr(processor, "ragged", True)
+
+
 class PrefixProcessor:
     """Applies ``generate``'s logits processors to scores that follow each row's tokens plus candidate tokens.
 
     Rows of one batch have different lengths under per-row acceptance, while a logits processor takes one
-    ``[rows, length]`` tensor, so rows are grouped by prefix length.
+    ``[rows, length]`` tensor. Processors that handle ragged prefixes (``processes_ragged``: seq2spec's versions of
+    Whisper's) take all rows in one call; any other list is applied to the rows grouped by prefix length. The
+    callers pass each row's length as host numbers (``lengths``), so grouping never waits for the device.
     """
 
     def __init__(self, processors: LogitsProcessorList, buffer: TokenBuffer) -> None:
         self.processors = processors
         self.buffer = buffer
+        self.ragged = all(processes_ragged(p) for p in processors)
 
     def __bool__(self) -> bool:
         return len(self.processors) > 0
 
-    def positions(self, rows: torch.Tensor, candidates: torch.Tensor, scores: torch.Tensor) -> torch.Tensor:
-        """``scores[:, j]`` follows row tokens + ``candidates[:, :j]``; processes every ``j`` in place."""
+    def positions(
+        self,
+        rows: torch.Tensor,
+        candidates: torch.Tensor,
+        scores: torch.Tensor,
+        lengths: Sequence[int] | None = None,
+    ) -> torch.Tensor:
+        """``scores[:, j]`` follows row tokens + ``candidates[:, :j]``; processes every ``j`` in place.
+        ``lengths``: the rows' token counts (the buffer's, on the host), when the caller has them."""
         if not self:
             return scores
-        prefixes, lengths = self._with_candidates(rows, candidates)
+        prefixes, row_lengths, lengths = self._with_candidates(rows, candidates, lengths)
+        if self.ragged:  # every position of every row in one call: row i's position j follows lengths[i] + j tokens
+            count, positions, vocabulary = scores.shape
+            offsets = torch.arange(positions, device=row_lengths.device)
+            flat = self._ragged(
+                prefixes.repeat_interleave(positions, dim=0),
+                (row_lengths[:, None] + offsets[None, :]).flatten(),
+                scores.reshape(count * positions, vocabulary),
+            )
+            scores.copy_(flat.view(count, positions, vocabulary))
+            return scores
         for j in range(scores.shape[1]):
-            scores[:, j] = self._apply(prefixes, lengths + j, scores[:, j])
+            scores[:, j] = self._apply(prefixes, row_lengths + j, [length + j for length in lengths], scores[:, j])
         return scores
 
-    def step(self, rows: torch.Tensor, candidates: torch.Tensor, scores: torch.Tensor) -> torch.Tensor:
+    def step(
+        self,
+        rows: torch.Tensor,
+        candidates: torch.Tensor,
+        scores: torch.Tensor,
+        lengths: Sequence[int] | None = None,
+    ) -> torch.Tensor:
         """``scores`` (``[rows, vocab]``) follow row tokens + all of ``candidates``."""
         if not self:
             return scores
-        prefixes, lengths = self._with_candidates(rows, candidates)
-        return self._apply(prefixes, lengths + candidates.shape[1], scores)
+        prefixes, row_lengths, lengths = self._with_candidates(rows, candidates, lengths)
+        width = candidates.shape[1]
+        return self._apply(prefixes, row_lengths + width, [length + width for length in lengths], scores)
 
-    def _with_candidates(self, rows: torch.Tensor, candidates: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        lengths = self.buffer.lengths[rows]
-        width = int(lengths.max()) + candidates.shape[1]
+    def _with_candidates(
+        self, rows: torch.Tensor, candidates: torch.Tensor, lengths: Sequence[int] | None
+    ) -> tuple[torch.Tensor, torch.Tensor, list[int]]:
+        row_lengths = self.buffer.lengths.index_select(0, rows)
+        lengths = row_lengths.tolist() if lengths is None else list(lengths)
+        width = max(lengths) + candidates.shape[1]
         prefixes = torch.zeros((rows.numel(), width), dtype=torch.long, device=candidates.device)
-        copied = min(width, self.buffer.tokens.shape[1])
-        prefixes[:, :copied] = self.buffer.tokens[rows, :copied]
+        copied = min(width, self.buffer.capacity)
+        prefixes[:, :copied] = self.buffer.tokens.index_select(0, rows)[:, :copied]
         if candidates.shape[1]:
-            columns = lengths[:, None] + torch.arange(candidates.shape[1], device=candidates.device)[None, :]
+            columns = row_lengths[:, None] + torch.arange(candidates.shape[1], device=candidates.device)[None, :]
             prefixes.scatter_(1, columns, candidates)
-        return prefixes, lengths
+        return prefixes, row_lengths, lengths
 
-    def _apply(self, prefixes: torch.Tensor, lengths: torch.Tensor, scores: torch.Tensor) -> torch.Tensor:
-        groups = lengths.unique().tolist()
-        if len(groups) == 1:  # every row has the same prefix length (always so for one row): one call, no regrouping
-            return self.processors(prefixes[:, : groups[0]], scores.clone())
+    def _ragged(self, prefixes: torch.Tensor, row_lengths: torch.Tensor, scores: torch.Tensor) -> torch.Tensor:
         scores = scores.clone()
-        for length in groups:
-            group = lengths == length
-            scores[group] = self.processors(prefixes[group, :length], scores[group])
+        for processor in self.processors:
+            scores = processor.process_ragged(prefixes, row_lengths, scores)
+        return scores
+
+    def _apply(
+        self, prefixes: torch.Tensor, row_lengths: torch.Tensor, lengths: list[int], scores: torch.Tensor
+    ) -> torch.Tensor:
+        longest = max(lengths)
+        if self.ragged:
+            return self._ragged(prefixes[:, :longest], row_lengths, scores)
+        groups: dict[int, list[int]] = {}
+        for row, length in enumerate(lengths):
+            groups.setdefault(length, []).append(row)
+        if len(groups) == 1:  # every row has the same prefix length (always so for one row): one call, no regrouping
+            return self.processors(prefixes[:, :longest], scores.clone())
+        scores = scores.clone()
+        for length, members in groups.items():
+            index = to_device(members, scores.device)
+            processed = self.processors(prefixes.index_select(0, index)[:, :length], scores.index_select(0, index))
+            scores.index_copy_(0, index, processed)
         return scores

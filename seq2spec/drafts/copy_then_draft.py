@@ -6,6 +6,7 @@ import torch
 
 from seq2spec.decoding.proposal import DecodingBatch, Proposal, ScoreProcessor
 from seq2spec.decoding.runner import DecoderRunner
+from seq2spec.decoding.transfer import to_device
 from seq2spec.drafts.input_copy import SourceCopy, SourceRewrite, copy_sources, pad_rows
 from seq2spec.drafts.schedule import LengthSchedule
 
@@ -58,7 +59,7 @@ class CopyThenDraftProposer:
         widths = [len(p) for p in self.pending]
         logits = self.runner.forward(pad_rows(self.pending, self.filler, device))
         forwards = 1
-        scores = logits[torch.arange(rows, device=device), torch.tensor(widths, device=device) - 1]
+        scores = logits[torch.arange(rows, device=device), to_device(widths, device) - 1]
         self.runner.keep(widths, fed=max(widths))  # drop the right padding
         self.pending = [[] for _ in range(rows)]
         first = process(torch.empty((rows, 0), dtype=torch.long, device=device), scores).argmax(dim=-1)

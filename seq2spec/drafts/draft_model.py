@@ -6,6 +6,7 @@ import torch
 
 from seq2spec.decoding.proposal import DecodingBatch, Proposal, ScoreProcessor
 from seq2spec.decoding.runner import DecoderRunner
+from seq2spec.decoding.transfer import to_device
 from seq2spec.drafts.schedule import LengthSchedule
 
 
@@ -96,12 +97,12 @@ class DraftModelProposer:
         # Keep everything before the last accepted token; it is fed again with the bonus token next round.
         self.runner.keep(kept, fed=width + proposed - 1)
         sequence = torch.cat([self.pending, self.candidates], dim=1)
-        index = torch.tensor(kept, device=sequence.device)[:, None]
+        index = to_device(kept, sequence.device)[:, None]
         self.pending = torch.cat([sequence.gather(1, index), bonus], dim=1)
 
     def select(self, rows: list[int]) -> None:
         self.runner.select(rows)
-        index = torch.tensor(rows, device=self.runner.device)
+        index = to_device(rows, self.runner.device)
         self.pending = self.pending.index_select(0, index)
         self.candidates = self.candidates.index_select(0, index)
         self.schedule.select(rows)

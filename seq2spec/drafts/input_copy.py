@@ -8,6 +8,7 @@ from collections.abc import Callable
 import torch
 
 from seq2spec.decoding.proposal import DecodingBatch, Proposal, ScoreProcessor
+from seq2spec.decoding.transfer import to_device
 from seq2spec.drafts.schedule import LengthSchedule
 
 # rewrites a batch's source token ids into the ids to copy from (a spell-checked source, for instance)
@@ -50,7 +51,7 @@ def pad_rows(rows: list[list[int]], filler: int, device: torch.device | str) -> 
     """``[len(rows), longest]`` token ids, shorter rows filled with ``filler``."""
     width = max((len(row) for row in rows), default=0)
     padded = [row + [filler] * (width - len(row)) for row in rows]
-    return torch.tensor(padded, dtype=torch.long, device=device).reshape(len(rows), width)
+    return to_device(padded, device).reshape(len(rows), width)
 
 
 class SourceCopy:

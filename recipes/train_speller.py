@@ -5,6 +5,7 @@ Stages (run in order by ``--stage all``; each resumes from its last checkpoint i
              manual pages) into the work directory, for ``--text-share``; ``validate`` then also scores it
   tokenizer  SentencePiece unigram model (2048 pieces, byte fallback) on the training sentences, clean and corrupted
   big        the big model, on (corrupted -> clean) pairs made fresh for every step
+  average    (not part of ``all``) the big checkpoint averaged with the weights its run started from (--average-with)
   small      the draft, distilled from the big model (cross-entropy on the clean text + KL to the big model's logits)
   validate   the big model's CER and unchanged-clean share on held-out sentences outside the evaluation's:
              for choosing between candidate runs (not part of ``all``)
@@ -482,7 +483,8 @@ def train_loop(args, name: str, model, steps: int, peak_lr: float, loss_fn, toke
 def record_run(args, name: str, first: int, last: int, planned: int, peak_lr: float, minutes: float) -> None:
     """Appends what this run of a stage did to ``{name}_runs.jsonl``: the model card's training table."""
     device = torch.device(args.device)
-    hardware = torch.cuda.get_device_name(device) if device.type == "cuda" else f"CPU, {args.threads} threads"
+    threads = f"{args.threads} thread" + ("s" if args.threads != 1 else "")
+    hardware = torch.cuda.get_device_name(device) if device.type == "cuda" else f"CPU, {threads}"
     run = {
         "steps": [first, last],
         "planned_steps": planned,
@@ -610,6 +612,46 @@ def stage_big(args) -> None:
         if isinstance(module, torch.nn.Dropout):
             module.p = args.dropout
     train_loop(args, "big", model, args.big_steps, args.lr, cross_entropy, tokenizer, copy_steps=args.copy_steps)
+
+
+def average_weights(tuned: dict[str, torch.Tensor], start: dict[str, torch.Tensor], weight: float):
+    """``weight`` x ``tuned`` + (1 - ``weight``) x ``start``, tensor by tensor (float32). Two models of one shape
+    where one was fine-tuned from the other: their average keeps most of what the start knew and most of what the
+    fine-tuning added (Wortsman et al. 2022, "Robust fine-tuning of zero-shot models")."""
+    if tuned.keys() != start.keys():
+        raise ValueError(f"the two state dicts differ in {sorted(tuned.keys() ^ start.keys())[:5]}")
+    for key in tuned:
+        if tuned[key].shape != start[key].shape:
+            raise ValueError(f"{key}: shape {tuple(tuned[key].shape)} against {tuple(start[key].shape)}")
+    return {key: weight * tuned[key].float() + (1 - weight) * start[key].float() for key in tuned}
+
+
+def stage_average(args) -> None:
+    """The big checkpoint's weights become ``--average-weight`` of themselves plus the rest of ``--average-with``'s
+    (the weights its fine-tuning started from): recorded in ``big_runs.jsonl``, refused on a checkpoint already
+    averaged (a rerun would average twice)."""
+    if args.average_with is None:
+        raise SystemExit("--stage average needs --average-with WEIGHTS (the weights the big run started from)")
+    if not 0.0 < args.average_weight < 1.0:
+        raise SystemExit(f"--average-weight {args.average_weight}: must lie strictly between 0 and 1")
+    path = args.work_dir / "big.ckpt"
+    if not path.exists():
+        raise SystemExit(f"{path}: no big checkpoint to average (run --stage big first)")
+    state = torch.load(path, map_location="cpu")
+    if state.get("averaged_with"):
+        raise SystemExit(f"{path} is already an average (with {state['averaged_with']}); retrain or restore it")
+    averaged = average_weights(state["model"], load_weights(args.average_with), args.average_weight)
+    temporary = path.with_suffix(".tmp")
+    torch.save(
+        {"model": averaged, "optimizer": None, "step": state["step"], "elapsed": state.get("elapsed", 0.0),
+         "averaged_with": str(args.average_with), "average_weight": args.average_weight},
+        temporary,
+    )  # fmt: skip
+    temporary.replace(path)
+    run = {"averaged_with": str(args.average_with), "average_weight": args.average_weight, "minutes": 0.0}
+    with open(args.work_dir / "big_runs.jsonl", "a", encoding="utf-8") as handle:
+        handle.write(json.dumps(run) + "\n")
+    print(f"big: {args.average_weight:.0%} of its weights + {1 - args.average_weight:.0%} of {args.average_with}")
 
 
 # Tied to ``shared.weight`` (T5's one embedding matrix): safetensors exports store it once.
@@ -866,14 +908,16 @@ directory whose first run starts from these weights (`--init-from`) takes them o
 | CER after the small model's correction | {cer_small:.4f} |
 | clean sentences returned unchanged (big) | {clean_unchanged_big:.1%} |
 | small agrees with big's next token (teacher-forced on big's outputs) | {agreement_small_with_big:.1%} |
-{word_table}
-
+{word_table}{evaluations}
 ## Limits
 A small model trained for {total_hours:.1f} h in all on ~47k short sentences of aphorisms and dictionary
-examples (and, in the runs that say so, ~110k dictionary definitions): it fixes common misspellings of common
-words and copies what it does not know; it is no general grammar corrector, and long or technical text is outside
-its training distribution. It exists so that seq2spec works out of the box and so that speed can be measured on a
-real trained pair.
+examples (and, in the runs that say so, ~110k dictionary definitions and Debian's package descriptions and manual
+pages): it fixes common misspellings of common words and copies what it does not know; it is no general grammar
+corrector. It exists so that seq2spec works out of the box and so that speed can be measured on a real trained pair.
+
+It trained on sentences of 20 to 140 characters and repeats or drops text when given a longer one, so
+`Seq2SeqSpeculator.correct` and `seq2spec correct` hand it longer texts one sentence at a time
+(`split_longer_than`, 140 by default for this model).
 """
 
 
@@ -889,6 +933,7 @@ def training_runs(work_dir: Path) -> tuple[str, float]:
     ]
     minutes = 0.0
     for name in ("seed", "big", "small"):
+        started = None  # the weights the last run started from (``--init-from``), for a row of averaged weights
         path = work_dir / f"{name}_runs.jsonl"
         if path.exists():
             runs = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
@@ -899,6 +944,15 @@ def training_runs(work_dir: Path) -> tuple[str, float]:
             last = json.loads(log.read_text(encoding="utf-8").splitlines()[-1])
             runs = [{"steps": [0, last["step"]], "minutes": round(last.get("elapsed_s", 0) / 60, 1)}]
         for run in runs:
+            if "averaged_with" in run:
+                weight = run["average_weight"]
+                start = "the weights it started from" if run["averaged_with"] == started else run["averaged_with"]
+                lines.append(
+                    f"| {name} | weights averaged | | | | | | | | {weight:.0%} the run above + {1 - weight:.0%} "
+                    f"{start} | 0.0 |"
+                )
+                continue
+            started = run.get("init_from")
             first, last = run["steps"]
             planned = run.get("planned_steps", last)
             steps = f"{first}-{last}" + (f" (of {planned} planned: stopped early)" if last < planned else "")
@@ -971,6 +1025,38 @@ def word_table(words: dict[str, int] | None) -> str:
     )
 
 
+def evaluation_tables(reports: list[Path]) -> str:
+    """The model card's comparison with the classical spell checkers: one table per ``recipes/eval_spelling.py``
+    report (its ``--out`` JSON), the speculative output's figures beside each peer's."""
+    sections = []
+    for path in reports:
+        report = json.loads(path.read_text(encoding="utf-8"))
+        counts = report["speculative"]["typos"]
+        rows = [f"| noisy input | {report['source']['cer']:.4f} | | | | |"]
+        systems = {"this model (seq2spec)": report["speculative"], **report.get("peers", {})}
+        for name, result in systems.items():
+            typos = result["typos"]
+            rows.append(
+                f"| {name} | {result['cer']:.4f} | {typos['fixed_share']:.1%} | "
+                f"{typos['capitalised_fixed_share']:.1%} / {typos['lowercase_fixed_share']:.1%} | "
+                f"{typos['clean_unchanged_share']:.1%} | {typos['broken_share']:.2%} |"
+            )
+        sections.append(
+            f"`{report['data']}`: {report['pairs']} pairs, {counts['typos']} typos ({counts['capitalised_typos']} "
+            f"capitalised), {counts['clean_sentences']} clean sentences; outputs identical to greedy "
+            f"{report['identical_share']:.1%} (batch {report['batch_size']}, float32):\n\n"
+            "| system | CER | typos fixed | capitalised / lower-case typos fixed | clean sentences unchanged "
+            "| correct words broken |\n|---|---:|---:|---:|---:|---:|\n" + "\n".join(rows) + "\n"
+        )
+    if not sections:
+        return ""
+    return (
+        "\n## Against classical spell checkers (`recipes/eval_spelling.py`, peers word by word)\n"
+        "The in-domain set is held-out corpus sentences; the out-of-domain set is Debian documentation with human-like "
+        "typos, from sources kept out of training.\n\n" + "\n".join(sections)
+    )
+
+
 def write_model_card(args, metrics: dict, configs: dict, vocab: int) -> None:
     training, held_out = split_corpus(args.work_dir)
     runs_table, hours = training_runs(args.work_dir)
@@ -1001,6 +1087,7 @@ def write_model_card(args, metrics: dict, configs: dict, vocab: int) -> None:
         total_hours=hours,
         word_table=word_table(metrics.get("words_big")),
         text_data=text_data(args.work_dir),
+        evaluations=evaluation_tables(args.card_evaluations),
         **{
             key: metrics[key]
             for key in (
@@ -1057,7 +1144,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument(
         "--stage",
-        choices=["text", "tokenizer", "seed", "big", "small", "validate", "eval", "export", "all"],
+        choices=["text", "tokenizer", "seed", "big", "average", "small", "validate", "eval", "export", "all"],
         default="all",
     )
     parser.add_argument("--work-dir", type=Path, default=Path("runs/speller"), help="checkpoints, logs, tokenizer")
@@ -1065,6 +1152,10 @@ def main() -> None:
     parser.add_argument(
         "--sample-path", type=Path, default=Path("recipes/data/spelling_heldout.tsv"), help="held-out pairs (TSV)"
     )
+    parser.add_argument(
+        "--card-evaluations", type=Path, nargs="*", default=[],
+        help="export stage: recipes/eval_spelling.py reports (JSON) of the exported pair, tabled in the model card",
+    )  # fmt: skip
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--seed-steps", type=int, default=4000, help="training steps of the narrow seed model")
     parser.add_argument("--seed-copy-steps", type=int, default=1500, help="of which the first copy clean -> clean")
@@ -1079,6 +1170,15 @@ def main() -> None:
         help="big stage: start from these big-shape weights (a checkpoint, state dict or model.safetensors) "
         "instead of growing the seed, with a fresh schedule: training continued on another machine",
     )
+    parser.add_argument(
+        "--average-with",
+        type=Path,
+        help="average stage: the weights the big run started from (its --init-from), averaged into the big checkpoint",
+    )
+    parser.add_argument(
+        "--average-weight", type=float, default=0.5,
+        help="average stage: the big checkpoint's share of the average (the rest: --average-with's)",
+    )  # fmt: skip
     parser.add_argument("--small-steps", type=int, default=1500)
     parser.add_argument(
         "--small-init-from",

@@ -7,6 +7,7 @@ import json
 
 import eval_spelling  # noqa: E402
 import pytest
+import train_speller  # noqa: E402
 
 
 def test_recipe_reports_identical_outputs_and_figures(toy_byte_models, tmp_path):
@@ -40,6 +41,14 @@ def test_recipe_reports_identical_outputs_and_figures(toy_byte_models, tmp_path)
     assert report["source"]["wer"] > 0 and 0 <= report["greedy"]["corrections"]["f1"] <= 1
     assert (out / "spelling.png").stat().st_size > 1000
     assert "| outputs identical to greedy | | | 100.0% |" in (out / "spelling.md").read_text()
+
+    card = train_speller.evaluation_tables([out / "spelling.json"])  # the model card's table of this report
+    table = [line for line in card.splitlines() if line.startswith("| ")]
+    assert [row.split(" | ")[0] for row in table[1:]] == [
+        "| noisy input", "| this model (seq2spec)", *(f"| {peer}" for peer in report["peers"])
+    ]  # fmt: skip
+    assert f"| {report['speculative']['cer']:.4f} |" in table[2] and "outputs identical to greedy 100.0%" in card
+    assert train_speller.evaluation_tables([]) == ""
 
     jsonl = tmp_path / "pairs.jsonl"
     jsonl.write_text("".join(json.dumps({"src": s, "tgt": r}) + "\n" for s, r in rows[:4]))

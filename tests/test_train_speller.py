@@ -283,3 +283,45 @@ def test_empty_evaluation_sets_are_refused(flag, monkeypatch, capsys):
     with pytest.raises(SystemExit):
         train_speller.main()
     assert f"{flag} 0: needs at least 1 sentence of each kind" in capsys.readouterr().err
+
+
+def test_average_stage_mixes_the_checkpoint_with_its_start_once_and_the_card_says_so(tmp_path):
+    start = train_speller.new_model(BIG, 1)
+    start.half().save_pretrained(tmp_path / "export")  # the shipped form: float16, tied embeddings stored once
+    start_weights = train_speller.load_weights(tmp_path / "export" / "model.safetensors")
+    tuned = {key: value + 1.0 for key, value in start_weights.items()}
+    torch.save({"model": tuned, "optimizer": {"state": {}}, "step": 1500, "elapsed": 9.0}, tmp_path / "big.ckpt")
+    weights_path = tmp_path / "export" / "model.safetensors"
+    run = {"steps": [0, 1500], "planned_steps": 1500, "hardware": "CPU, 1 thread", "batch_size": 64,
+           "peak_lr": 1e-4, "warmup": 100, "minutes": 76.3, "init_from": str(weights_path)}  # fmt: skip
+    (tmp_path / "big_runs.jsonl").write_text(train_speller.json.dumps(run) + "\n")
+    args = train_speller.argparse.Namespace(work_dir=tmp_path, average_with=weights_path, average_weight=0.25)
+    train_speller.stage_average(args)
+
+    state = torch.load(tmp_path / "big.ckpt")
+    assert state["step"] == 1500 and state["optimizer"] is None and state["average_weight"] == 0.25
+    for key, value in state["model"].items():
+        torch.testing.assert_close(value, start_weights[key] + 0.25, rtol=0, atol=1e-6)
+    model = train_speller.new_model(BIG, 2)
+    model.load_state_dict(state["model"])  # loads as the later stages load it
+    with pytest.raises(SystemExit, match="already an average"):
+        train_speller.stage_average(args)  # a second average would mix twice
+    table, hours = train_speller.training_runs(tmp_path)
+    assert "| big | weights averaged |" in table.splitlines()[-1]
+    assert "25% the run above + 75% the weights it started from" in table
+    assert hours == pytest.approx(76.3 / 60)
+
+
+@pytest.mark.parametrize("weight", ["0", "1", "1.5"])
+def test_average_weights_outside_zero_to_one_are_refused(weight, tmp_path, monkeypatch):
+    argv = ["train_speller.py", "--stage", "average", "--work-dir", str(tmp_path), "--average-with", "x.safetensors"]
+    monkeypatch.setattr(sys, "argv", [*argv, "--average-weight", weight])
+    with pytest.raises(SystemExit, match="must lie strictly between 0 and 1"):
+        train_speller.main()
+
+
+def test_average_weights_refuses_models_of_other_shapes():
+    big = train_speller.new_model(BIG, 1).state_dict()
+    seed = train_speller.new_model(SEED, 1).state_dict()
+    with pytest.raises(ValueError, match="shape"):
+        train_speller.average_weights(big, seed, 0.5)

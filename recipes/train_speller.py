@@ -1025,6 +1025,15 @@ def word_table(words: dict[str, int] | None) -> str:
     )
 
 
+def repository_path(path: str) -> str:
+    """``path`` relative to the repository when it lies inside it (reports may hold absolute paths)."""
+    root = Path(__file__).resolve().parents[1]
+    try:
+        return str(Path(path).resolve().relative_to(root))
+    except ValueError:
+        return path
+
+
 def evaluation_tables(reports: list[Path]) -> str:
     """The model card's comparison with the classical spell checkers: one table per ``recipes/eval_spelling.py``
     report (its ``--out`` JSON), the speculative output's figures beside each peer's."""
@@ -1042,8 +1051,9 @@ def evaluation_tables(reports: list[Path]) -> str:
                 f"{typos['clean_unchanged_share']:.1%} | {typos['broken_share']:.2%} |"
             )
         sections.append(
-            f"`{report['data']}`: {report['pairs']} pairs, {counts['typos']} typos ({counts['capitalised_typos']} "
-            f"capitalised), {counts['clean_sentences']} clean sentences; outputs identical to greedy "
+            f"`{repository_path(report['data'])}`: {report['pairs']} pairs, {counts['typos']} typos "
+            f"({counts['capitalised_typos']} capitalised), {counts['clean_sentences']} clean sentences; "
+            "outputs identical to greedy "
             f"{report['identical_share']:.1%} (batch {report['batch_size']}, float32):\n\n"
             "| system | CER | typos fixed | capitalised / lower-case typos fixed | clean sentences unchanged "
             "| correct words broken |\n|---|---:|---:|---:|---:|---:|\n" + "\n".join(rows) + "\n"

@@ -109,7 +109,7 @@ class PrefixProcessor:
         width = max(lengths) + candidates.shape[1]
         prefixes = torch.zeros((rows.numel(), width), dtype=torch.long, device=candidates.device)
         copied = min(width, self.buffer.capacity)
-        prefixes[:, :copied] = self.buffer.tokens.index_select(0, rows)[:, :copied]
+        prefixes[:, :copied] = self.buffer.tokens[:, :copied].index_select(0, rows)
         if candidates.shape[1]:
             columns = row_lengths[:, None] + torch.arange(candidates.shape[1], device=candidates.device)[None, :]
             prefixes.scatter_(1, columns, candidates)

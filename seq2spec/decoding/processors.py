@@ -49,7 +49,7 @@ class CachedSuppressTokens(SuppressTokensLogitsProcessor):
         return scores.masked_fill(self._mask(scores), -float("inf"))
 
     def process_ragged(self, prefixes: torch.Tensor, lengths: torch.Tensor, scores: torch.Tensor) -> torch.Tensor:
-        return self(prefixes, scores)
+        return scores.masked_fill_(self._mask(scores), -float("inf"))
 
 
 class CachedSuppressTokensAtBegin(SuppressTokensAtBeginLogitsProcessor):
@@ -65,8 +65,10 @@ class CachedSuppressTokensAtBegin(SuppressTokensAtBeginLogitsProcessor):
         return scores.masked_fill(self._mask(scores), -float("inf"))
 
     def process_ragged(self, prefixes: torch.Tensor, lengths: torch.Tensor, scores: torch.Tensor) -> torch.Tensor:
-        at_begin = (lengths == self.begin_index).to(scores.device)
-        return scores.masked_fill(self._mask(scores)[None, :] & at_begin[:, None], -float("inf"))
+        at_begin = lengths == self.begin_index
+        if lengths.device.type == "cpu" and not bool(at_begin.any()):  # a host check: no row at the begin index
+            return scores
+        return scores.masked_fill_(self._mask(scores)[None, :] & at_begin.to(scores.device)[:, None], -float("inf"))
 
 
 class WhisperTimestampRules(WhisperTimeStampLogitsProcessor):
@@ -77,11 +79,11 @@ class WhisperTimestampRules(WhisperTimeStampLogitsProcessor):
 
     def __call__(self, input_ids: torch.LongTensor, scores: torch.Tensor) -> torch.Tensor:
         lengths = torch.full((input_ids.shape[0],), input_ids.shape[1], dtype=torch.long, device=input_ids.device)
-        return self.process_ragged(input_ids, lengths, scores)
+        return self.process_ragged(input_ids, lengths, scores.clone())
 
     def process_ragged(self, prefixes: torch.Tensor, lengths: torch.Tensor, scores: torch.Tensor) -> torch.Tensor:
-        """The rules for each row after its own first ``lengths[row]`` tokens of ``prefixes``."""
-        scores_processed = scores.clone()
+        """The rules for each row after its own first ``lengths[row]`` tokens of ``prefixes`` (in place)."""
+        scores_processed = scores
         scores_processed[:, self.no_timestamps_token_id] = -float("inf")
         begin = self.timestamp_begin
         generated = prefixes[:, self.begin_index :]
@@ -93,26 +95,29 @@ class WhisperTimestampRules(WhisperTimeStampLogitsProcessor):
         padded = torch.nn.functional.pad(is_timestamp, (2, 0))  # column 2 + p holds token p; columns 0, 1: none
         last_was_timestamp = padded.gather(1, (lengths + 1)[:, None]).squeeze(1)
         penultimate_was_timestamp = padded.gather(1, lengths[:, None]).squeeze(1) | (lengths < 2)
-        vocabulary = torch.arange(scores_processed.shape[-1], device=scores_processed.device)
         # timestamps come in pairs, except directly before the end: after a pair, text; after a single one, no text
-        after_pair = (last_was_timestamp & penultimate_was_timestamp).to(vocabulary.device)
-        after_single = (last_was_timestamp & ~penultimate_was_timestamp).to(vocabulary.device)
-        scores_processed.masked_fill_(
-            (after_pair[:, None] & (vocabulary >= begin)) | (after_single[:, None] & (vocabulary < self.eos_token_id)),
-            -float("inf"),
-        )
+        after_pair = (last_was_timestamp & penultimate_was_timestamp).to(scores.device)
+        after_single = (last_was_timestamp & ~penultimate_was_timestamp).to(scores.device)
         # no timestamp below the row's last one (below the one after it, unless a pair is open)
         last_index = torch.where(is_timestamp, positions, -1).max(dim=1).values if width else lengths - 1
         last_timestamp = (
             generated.gather(1, last_index.clamp(min=0)[:, None]).squeeze(1) if width else torch.zeros_like(lengths)
         )
-        floor = torch.where(after_single, last_timestamp, last_timestamp + 1)
-        floor = torch.where(last_index >= 0, floor, torch.full_like(floor, begin)).to(vocabulary.device)
-        scores_processed.masked_fill_((vocabulary >= begin) & (vocabulary < floor[:, None]), -float("inf"))
-        scores_processed.masked_fill_(at_begin & (vocabulary < begin), -float("inf"))
+        floor = torch.where(after_single, last_timestamp.to(scores.device), last_timestamp.to(scores.device) + 1)
+        floor = torch.where(last_index.to(scores.device) >= 0, floor, torch.full_like(floor, begin))
+        # The rules mask whole rows of the text tokens (below the end token, and the special tokens up to the first
+        # timestamp) and ranges of the timestamps: the text columns take one row-broadcast fill each, and only the
+        # timestamp columns (about 1,500 of Whisper's 51,865) take per-column masks.
+        text_end = min(self.eos_token_id, begin)
+        scores_processed[:, :text_end].masked_fill_((after_single | at_begin[:, 0])[:, None], -float("inf"))
+        scores_processed[:, text_end:begin].masked_fill_(at_begin, -float("inf"))
+        stamps = torch.arange(begin, scores_processed.shape[-1], device=scores.device)[None, :]
+        stamp_mask = (
+            after_pair[:, None] | (stamps < floor[:, None]) | (after_single[:, None] & (stamps < self.eos_token_id))
+        )
         if self.max_initial_timestamp_index is not None:
-            too_late = vocabulary > begin + self.max_initial_timestamp_index
-            scores_processed.masked_fill_(at_begin & too_late, -float("inf"))
+            stamp_mask |= at_begin & (stamps > begin + self.max_initial_timestamp_index)
+        scores_processed[:, begin:].masked_fill_(stamp_mask, -float("inf"))
         if self._detect_timestamp_from_logprob:
             logprobs = torch.nn.functional.log_softmax(scores_processed.float(), dim=-1)
             timestamp_logprob = logprobs[:, begin:].logsumexp(dim=-1)

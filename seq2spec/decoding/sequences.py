@@ -40,7 +40,7 @@ class TokenBuffer:
 def processes_ragged(processor: LogitsProcessor) -> bool:
     """Whether ``processor`` has ``process_ragged(prefixes, lengths, scores)``: the scores of rows whose prefixes
     have different lengths (``prefixes`` right-padded, row ``i``'s prefix its first ``lengths[i]`` tokens), equal
-    to calling it row by row on each row's own prefix."""
+    to calling it row by row on each row's own prefix. ``process_ragged`` may write into the scores it is given."""
     return callable(getattr(processor, "process_ragged", None)) and getattr(processor, "ragged", True)
 
 
@@ -76,12 +76,15 @@ class PrefixProcessor:
         if self.ragged:  # every position of every row in one call: row i's position j follows lengths[i] + j tokens
             count, positions, vocabulary = scores.shape
             offsets = torch.arange(positions, device=row_lengths.device)
-            flat = self._ragged(
+            flat = scores.reshape(count * positions, vocabulary)  # a view of the scores when they are contiguous
+            processed = self._ragged(
                 prefixes.repeat_interleave(positions, dim=0),
                 (row_lengths[:, None] + offsets[None, :]).flatten(),
-                scores.reshape(count * positions, vocabulary),
+                flat,
+                copy=False,
             )
-            scores.copy_(flat.view(count, positions, vocabulary))
+            if processed.data_ptr() != scores.data_ptr():  # processed elsewhere (or the scores were not contiguous)
+                scores.copy_(processed.view(count, positions, vocabulary))
             return scores
         for j in range(scores.shape[1]):
             scores[:, j] = self._apply(prefixes, row_lengths + j, [length + j for length in lengths], scores[:, j])
@@ -115,8 +118,11 @@ class PrefixProcessor:
             prefixes.scatter_(1, columns, candidates)
         return prefixes, row_lengths, lengths
 
-    def _ragged(self, prefixes: torch.Tensor, row_lengths: torch.Tensor, scores: torch.Tensor) -> torch.Tensor:
-        scores = scores.clone()
+    def _ragged(
+        self, prefixes: torch.Tensor, row_lengths: torch.Tensor, scores: torch.Tensor, *, copy: bool = True
+    ) -> torch.Tensor:
+        """The processed scores; with ``copy=False`` written into ``scores`` where the processors can."""
+        scores = scores.clone() if copy else scores
         for processor in self.processors:
             scores = processor.process_ragged(prefixes, row_lengths, scores)
         return scores

@@ -36,6 +36,7 @@ from metrics import correction_counts, error_counts, typo_counts
 from tqdm import tqdm
 
 from seq2spec import Seq2SeqSpeculator
+from seq2spec.capitals import fold_capitals
 from seq2spec.memory import retain_freed_memory
 from seq2spec.text_pieces import PiecedTexts
 
@@ -64,10 +65,20 @@ def load_pairs(path: Path, source_column: str, reference_column: str, limit: int
 
 
 def decode_greedy(
-    speculator: Seq2SeqSpeculator, texts: list[str], batch_size: int, prefix: str | None, split_longer_than: int | None
+    speculator: Seq2SeqSpeculator,
+    texts: list[str],
+    batch_size: int,
+    prefix: str | None,
+    split_longer_than: int | None,
+    fold: bool = False,
 ) -> list[str]:
     """Plain ``big.generate(do_sample=False)`` over the same length-sorted batches ``correct`` uses; a text longer
-    than ``split_longer_than`` characters piece by piece, as ``correct`` cuts it."""
+    than ``split_longer_than`` characters piece by piece, as ``correct`` cuts it; with ``fold`` the capitalised
+    words ``correct`` folds given in lower case and their capitals restored, as ``correct`` does."""
+    if fold:
+        folded = fold_capitals(texts)
+        outputs = decode_greedy(speculator, [f.text for f in folded], batch_size, prefix, split_longer_than)
+        return [f.restore(output) for f, output in zip(folded, outputs, strict=True)]
     if split_longer_than is not None and any(len(text) > split_longer_than for text in texts):
         pieced = PiecedTexts.of(texts, split_longer_than)
         return pieced.join(decode_greedy(speculator, pieced.pieces, batch_size, prefix, None))
@@ -145,7 +156,7 @@ def markdown(report: dict) -> str:
     g, s = report["greedy"], report["speculative"]
     lines = [
         f"{report['pairs']} pairs from `{report['data']}`; model `{report['model']}`, draft `{report['draft']}`, "
-        f"batch size {report['batch_size']}",
+        f"batch size {report['batch_size']}" + ("; capitalised words folded" if report.get("fold_capitals") else ""),
         "",
         "| | source (uncorrected) | greedy | seq2spec |",
         "|---|---:|---:|---:|",
@@ -214,6 +225,12 @@ def main(argv: list[str] | None = None) -> int:
         "model's own limit, 140 for the shipped speller)",
     )
     parser.add_argument(
+        "--fold-capitals",
+        action=argparse.BooleanOptionalAction,
+        help="as correct does: capitalised near-dictionary words to the model in lower case, their capitals restored "
+        "(default: the model's own default, on for the shipped speller)",
+    )
+    parser.add_argument(
         "--peers",
         default=",".join(PEERS),
         help="classical spell checkers scored beside the model, comma-separated, or 'none' (default: %(default)s)",
@@ -235,17 +252,17 @@ def main(argv: list[str] | None = None) -> int:
     else:
         speculator = Seq2SeqSpeculator(args.model, draft)
     split = speculator.split_longer_than if args.split_longer_than is None else (args.split_longer_than or None)
-    speculator.correct(sources[:4], batch_size=args.batch_size, prefix=args.prefix, split_longer_than=split)  # warm-up
+    fold = speculator.fold_capitals if args.fold_capitals is None else args.fold_capitals
+    options = dict(batch_size=args.batch_size, prefix=args.prefix, split_longer_than=split, fold_capitals=fold)
+    speculator.correct(sources[:4], **options)  # warm-up
 
     print(f"greedy decoding of {len(sources)} sources ...", file=sys.stderr)
     started = time.perf_counter()
-    greedy = decode_greedy(speculator, sources, args.batch_size, args.prefix, split)
+    greedy = decode_greedy(speculator, sources, args.batch_size, args.prefix, split, fold)
     greedy_seconds = time.perf_counter() - started
     print("seq2spec decoding ...", file=sys.stderr)
     started = time.perf_counter()
-    speculative = speculator.correct(
-        sources, batch_size=args.batch_size, prefix=args.prefix, progress=True, split_longer_than=split
-    )
+    speculative = speculator.correct(sources, progress=True, **options)
     speculative_seconds = time.perf_counter() - started
     stats = speculator.last_stats
     peers = run_peers(peer_names, sources, references)
@@ -257,6 +274,7 @@ def main(argv: list[str] | None = None) -> int:
         "model": args.model or "shipped speller",
         "draft": args.draft or ("shipped draft" if args.model is None else "none"),
         "batch_size": args.batch_size,
+        "fold_capitals": fold,
         "source": {
             "cer": error_counts(references, sources, "char").rate,
             "wer": error_counts(references, sources).rate,

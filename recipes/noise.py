@@ -215,6 +215,7 @@ class HumanNoise:
     typos: dict[str, list[str]]
     kind_weights: dict[str, float] = field(default_factory=lambda: dict(DEFAULT_KIND_WEIGHTS))
     min_letters: int = 3  # shorter words only take real-word confusions and merges
+    capitalised_weight: float = 1.0  # how much likelier a capitalised word is picked for a typo than a lower-case one
 
     def eligible(self, kind: str, words: list[str], index: int, used: set[int]) -> bool:
         if index in used:
@@ -269,6 +270,13 @@ class HumanNoise:
             return None
         return words[:index] + (before + apply_case(new, pattern) + after).split(" ") + words[index + 1 :]
 
+    def _pick(self, words: list[str], spots: list[int], rng: random.Random) -> int:
+        """One of the spots, capitalised words weighted by ``capitalised_weight`` (1: uniform)."""
+        if self.capitalised_weight == 1.0:
+            return rng.choice(spots)
+        weights = [self.capitalised_weight if case_pattern(split_token(words[i])[1]) == "title" else 1.0 for i in spots]  # type: ignore[index]
+        return rng.choices(spots, weights)[0]
+
     def __call__(self, sentence: str, rng: random.Random, errors: int) -> tuple[str, list[str]]:
         """The sentence with up to ``errors`` typos (fewer when it has too few words to corrupt), and their kinds."""
         words = sentence.split(" ")
@@ -284,7 +292,7 @@ class HumanNoise:
                 if kind == "real_word":  # each confusable word as likely as another, however often it occurs
                     choice = rng.choice(sorted({split_token(words[i])[1].lower() for i in spots}))  # type: ignore[index]
                     spots = [i for i in spots if split_token(words[i])[1].lower() == choice]  # type: ignore[index]
-                index = rng.choice(spots)
+                index = self._pick(words, spots, rng)
                 corrupted = self.corrupt(kind, words, index, rng)
                 if corrupted is None:
                     continue

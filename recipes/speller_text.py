@@ -264,16 +264,18 @@ class MixedNoise:
     ``clean_share`` of the sentences stay clean; of the others, ``human_share`` get 1-3 typos (1: 50%, 2: 35%,
     3: 15%) from ``noise.HumanNoise`` (codespell, keyboard, dropped/doubled/inserted/transposed letters, phonetic
     swaps, real-word confusions, split and merged words, in capitalised words as in lower-case ones), of which
-    ``initial_share`` start with a typo in the sentence's first word; the rest get ``speller_data.Corruptor``'s
+    ``initial_share`` start with a typo in the sentence's first word (capitalised words picked for the other typos
+    ``capitalised_weight`` times as often as lower-case ones); the rest get ``speller_data.Corruptor``'s
     noise. A sentence the human noise cannot touch falls back to the recipe's noise."""
 
     typos: dict[str, list[str]]
     clean_share: float = 0.3
     human_share: float = 0.5
     initial_share: float = 0.2
+    capitalised_weight: float = 1.0  # HumanNoise: a capitalised word's weight when picking the word for a typo
 
     def __post_init__(self) -> None:
-        self.human = HumanNoise(self.typos)
+        self.human = HumanNoise(self.typos, capitalised_weight=self.capitalised_weight)
         self.recipe = speller_data.Corruptor(self.typos, clean_share=0.0)
 
     def __call__(self, sentence: str, rng: random.Random) -> str:

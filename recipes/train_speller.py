@@ -210,7 +210,8 @@ def training_noise(args, typos: dict[str, list[str]]):
     human = getattr(args, "human_noise_share", 0.0)
     if human <= 0:
         return speller_data.Corruptor(typos, clean_share=args.clean_share)
-    return speller_text.MixedNoise(typos, args.clean_share, human, args.initial_typo_share)
+    capitalised = getattr(args, "capitalised_typo_weight", 1.0)
+    return speller_text.MixedNoise(typos, args.clean_share, human, args.initial_typo_share, capitalised)
 
 
 def make_batch(tokenizer, training: TrainingText | list[str], corruptor, seed: int, step: int, batch_size: int):
@@ -502,6 +503,8 @@ def record_run(args, name: str, first: int, last: int, planned: int, peak_lr: fl
         run.update(text_share=args.text_share, text_max_chars=args.text_max_chars)
     if getattr(args, "human_noise_share", 0.0) > 0:
         run.update(human_noise_share=args.human_noise_share, initial_typo_share=args.initial_typo_share)
+        if args.capitalised_typo_weight != 1.0:
+            run.update(capitalised_typo_weight=args.capitalised_typo_weight)
     if name == "big":
         run.update(dropout=args.dropout, init_from=str(args.init_from) if args.init_from else None)
     if name == "small":
@@ -1035,14 +1038,28 @@ def repository_path(path: str) -> str:
 
 
 def evaluation_tables(reports: list[Path]) -> str:
-    """The model card's comparison with the classical spell checkers: one table per ``recipes/eval_spelling.py``
-    report (its ``--out`` JSON), the speculative output's figures beside each peer's."""
-    sections = []
+    """The model card's comparison with the classical spell checkers: one table per data set of the
+    ``recipes/eval_spelling.py`` reports (their ``--out`` JSON), the speculative output's figures (one row per report
+    on that set: with and without ``--fold-capitals``) beside each peer's."""
+    by_data: dict[str, list[dict]] = {}
     for path in reports:
         report = json.loads(path.read_text(encoding="utf-8"))
-        counts = report["speculative"]["typos"]
-        rows = [f"| noisy input | {report['source']['cer']:.4f} | | | | |"]
-        systems = {"this model (seq2spec)": report["speculative"], **report.get("peers", {})}
+        by_data.setdefault(repository_path(report["data"]), []).append(report)
+    sections = []
+    for data, group in by_data.items():
+        first = group[0]
+        counts = first["speculative"]["typos"]
+        rows = [f"| noisy input | {first['source']['cer']:.4f} | | | | |"]
+        systems = {}
+        some_folded = any(report.get("fold_capitals", False) for report in group)
+        for report in group:
+            if report.get("fold_capitals", False):
+                name = "this model (seq2spec, capitals folded: `correct`'s default)"
+            else:
+                name = "this model (seq2spec, capitals as written)" if some_folded else "this model (seq2spec)"
+            systems[name] = report["speculative"]
+        for report in group:
+            systems.update(report.get("peers", {}))
         for name, result in systems.items():
             typos = result["typos"]
             rows.append(
@@ -1050,11 +1067,12 @@ def evaluation_tables(reports: list[Path]) -> str:
                 f"{typos['capitalised_fixed_share']:.1%} / {typos['lowercase_fixed_share']:.1%} | "
                 f"{typos['clean_unchanged_share']:.1%} | {typos['broken_share']:.2%} |"
             )
+        identical = min(report["identical_share"] for report in group)
         sections.append(
-            f"`{repository_path(report['data'])}`: {report['pairs']} pairs, {counts['typos']} typos "
+            f"`{data}`: {first['pairs']} pairs, {counts['typos']} typos "
             f"({counts['capitalised_typos']} capitalised), {counts['clean_sentences']} clean sentences; "
             "outputs identical to greedy "
-            f"{report['identical_share']:.1%} (batch {report['batch_size']}, float32):\n\n"
+            f"{identical:.1%} (batch {first['batch_size']}, float32):\n\n"
             "| system | CER | typos fixed | capitalised / lower-case typos fixed | clean sentences unchanged "
             "| correct words broken |\n|---|---:|---:|---:|---:|---:|\n" + "\n".join(rows) + "\n"
         )
@@ -1225,6 +1243,10 @@ def main() -> None:
         help="of the sentences given human-like noise, the share whose first word gets a typo",
     )  # fmt: skip
     parser.add_argument(
+        "--capitalised-typo-weight", type=float, default=1.0,
+        help="human-like noise: how much likelier a capitalised word is picked for a typo than a lower-case one",
+    )  # fmt: skip
+    parser.add_argument(
         "--distill-weight", type=float, default=0.5, help="small model: weight of the KL term (rest: cross-entropy)"
     )
     parser.add_argument(
@@ -1257,6 +1279,8 @@ def main() -> None:
     for name in ("gloss_share", "clean_share", "text_share", "human_noise_share", "initial_typo_share"):
         if not 0.0 <= getattr(args, name) <= 1.0:
             parser.error(f"--{name.replace('_', '-')} {getattr(args, name)}: a share must lie in [0, 1]")
+    if args.capitalised_typo_weight <= 0:
+        parser.error(f"--capitalised-typo-weight {args.capitalised_typo_weight}: must be positive")
     if args.text_share + args.gloss_share > 1:
         parser.error(f"--text-share {args.text_share} + --gloss-share {args.gloss_share}: more than all batches")
     for name in ("eval_size", "validation_size", "quick_eval_size"):

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 from transformers import GenerationConfig, PreTrainedModel, PreTrainedTokenizerBase
 
+from seq2spec.capitals import fold_capitals as fold_capitals_of
 from seq2spec.classical import SpellCheckedSource
 from seq2spec.decoding.exact_t5 import ExactForwards
 from seq2spec.decoding.families import Family, family_of
@@ -61,6 +62,25 @@ class _ModelDefault:
 
 
 MODEL_DEFAULT = _ModelDefault()
+
+
+def _correct_pieces(texts: list[str], limit: int | None, decode: Callable[[list[str]], list[str]]) -> list[str]:
+    """``decode(texts)``, or for texts longer than ``limit`` characters ``decode`` of their sentence pieces."""
+    if limit is None or all(len(text) <= limit for text in texts):
+        return decode(texts)
+    pieced = PiecedTexts.of(texts, limit)
+    try:
+        decoded = decode(pieced.pieces)
+    except InputTooLongError as error:  # a piece (a sentence or a clause) over the limit: name its text
+        owner = pieced.owners[error.index]
+        raise InputTooLongError(
+            f"texts[{owner}] has a piece of {error.tokens} tokens, more than the model's {error.limit}-token "
+            f"input limit; shorten it or pass truncate=True to keep the first {error.limit} tokens of each piece",
+            owner,
+            error.tokens,
+            error.limit,
+        ) from error
+    return pieced.join(decoded)
 
 
 class _Shipped:
@@ -158,6 +178,8 @@ class Seq2SeqSpeculator:
         self.returns_unchanged: Callable[[str], bool] | None = None
         # correct() decodes longer texts in sentence pieces (the shipped speller trained on sentences)
         self.split_longer_than: int | None = None
+        # correct() gives capitalised near-dictionary words to the model in lower case (the shipped speller)
+        self.fold_capitals = False
         int8 = is_int8_dtype(dtype)
         if int8 and not (big is None or isinstance(big, str)):
             raise ValueError(
@@ -170,6 +192,7 @@ class Seq2SeqSpeculator:
             big, _, shipped_tokenizer = load_speller(device=device, dtype=dtype)
             self.returns_unchanged = not_for_the_speller
             self.split_longer_than = SPELLER_SENTENCE_CHARS
+            self.fold_capitals = True
             tokenizer = shipped_tokenizer if tokenizer is None else tokenizer
         elif small is SHIPPED:
             small = None
@@ -400,6 +423,7 @@ class Seq2SeqSpeculator:
         truncate: bool = False,
         progress: bool = False,
         split_longer_than: int | None | _ModelDefault = MODEL_DEFAULT,
+        fold_capitals: bool | _ModelDefault = MODEL_DEFAULT,
         **generation_kwargs: Any,
     ) -> list[str]:
         """Decode each text with the big model's greedy output, in the caller's order.
@@ -414,6 +438,11 @@ class Seq2SeqSpeculator:
         as it was; each piece is then the big model's greedy output for that piece. By default, the model's own
         limit: the shipped speller's 140 (the longest sentence it trained on), none for other models; ``None``
         decodes every text whole.
+
+        ``fold_capitals``: a capitalised word that is not in symspellpy's English dictionary but close to a word
+        that is ("Evory") goes to the model in lower case, and the model's word in its place gets the capital back
+        (``seq2spec.capitals``); the model's output is its greedy output for the text so written. By default on for
+        the shipped speller, which fixes typos in capitalised words far less often otherwise; off for other models.
         """
         texts = _check_texts(texts)
         if not isinstance(batch_size, int) or isinstance(batch_size, bool) or batch_size < 1:
@@ -424,23 +453,20 @@ class Seq2SeqSpeculator:
         limit = self.split_longer_than if isinstance(split_longer_than, _ModelDefault) else split_longer_than
         if limit is not None and (not isinstance(limit, int) or isinstance(limit, bool) or limit < 1):
             raise ValueError(f"split_longer_than must be a positive number of characters or None, got {limit!r}")
-        if limit is None or all(len(text) <= limit for text in texts):
-            return self._correct_whole(texts, batch_size, max_new_tokens, prefix, truncate, progress, generation_kwargs)
-        pieced = PiecedTexts.of(texts, limit)
-        try:
-            decoded = self._correct_whole(
-                pieced.pieces, batch_size, max_new_tokens, prefix, truncate, progress, generation_kwargs
+        fold = self.fold_capitals if isinstance(fold_capitals, _ModelDefault) else fold_capitals
+        if not isinstance(fold, bool):
+            raise TypeError(f"fold_capitals must be True or False, got {fold!r}")
+
+        def decode(pieces: list[str]) -> list[str]:
+            return self._correct_whole(
+                pieces, batch_size, max_new_tokens, prefix, truncate, progress, generation_kwargs
             )
-        except InputTooLongError as error:  # a piece (a sentence or a clause) over the limit: name its text
-            owner = pieced.owners[error.index]
-            raise InputTooLongError(
-                f"texts[{owner}] has a piece of {error.tokens} tokens, more than the model's {error.limit}-token "
-                f"input limit; shorten it or pass truncate=True to keep the first {error.limit} tokens of each piece",
-                owner,
-                error.tokens,
-                error.limit,
-            ) from error
-        return pieced.join(decoded)
+
+        if not fold:
+            return _correct_pieces(texts, limit, decode)
+        folded = fold_capitals_of(texts)
+        outputs = _correct_pieces([f.text for f in folded], limit, decode)
+        return [f.restore(output) for f, output in zip(folded, outputs, strict=True)]
 
     def _correct_whole(
         self,

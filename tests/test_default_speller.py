@@ -11,6 +11,7 @@ import torch
 from metrics import cer
 
 from seq2spec import Seq2SeqSpeculator
+from seq2spec.capitals import fold_capitals
 from seq2spec.commands.main import main
 from seq2spec.default_models import SPELLER_DIR, load_speller
 
@@ -68,18 +69,47 @@ def test_default_pair_loads_and_shares_a_tokenizer(speller):
     assert not Seq2SeqSpeculator(None, small).options.spellcheck_copy
 
 
+def _greedy_text(big, tokenizer, text: str) -> str:
+    ids = tokenizer(text, return_tensors="pt")["input_ids"]
+    return tokenizer.decode(big.generate(ids, do_sample=False, max_new_tokens=128)[0], skip_special_tokens=True)
+
+
 @needs_weights
 def test_default_correct_equals_big_greedy(speller):
+    """correct() gives each text's capitalised near-dictionary words to the model in lower case ("Thsi" -> "thsi")
+    and restores their capitals: the big model's greedy output for the folded text. Without folding: its greedy
+    output for the text as written."""
     big, _, tokenizer = speller
     speculator = Seq2SeqSpeculator()
     corrected = speculator.correct(MISSPELLED, batch_size=2)
-    for text, output in zip(MISSPELLED, corrected, strict=True):
-        ids = tokenizer(text, return_tensors="pt")["input_ids"]
-        expected = big.generate(ids, do_sample=False, max_new_tokens=128)
-        assert output == tokenizer.decode(expected[0], skip_special_tokens=True)
+    folded = fold_capitals(MISSPELLED)
+    assert folded[0].text.startswith("thsi ") and sum(bool(f.folded) for f in folded) == 1
+    for text, output in zip(folded, corrected, strict=True):
+        assert output == text.restore(_greedy_text(big, tokenizer, text.text))
     assert speculator.last_stats.acceptance_rate > 0.5
     assert speculator.last_stats.proposed_copy_tokens > 0 and speculator.last_stats.draft_forwards == 0
     assert corrected != MISSPELLED  # it does correct something
+    assert corrected[0].startswith("This ")
+
+    plain = speculator.correct(MISSPELLED, batch_size=2, fold_capitals=False)
+    for text, output in zip(MISSPELLED, plain, strict=True):
+        assert output == _greedy_text(big, tokenizer, text)
+    with pytest.raises(TypeError, match="fold_capitals must be True or False"):
+        speculator.correct(MISSPELLED, fold_capitals="yes")
+
+
+@needs_weights
+def test_capitalised_typos_are_fixed_as_lower_case_ones_are(speller):
+    texts = ["Evory morning the new Ploicy is read aloud.", "Imoportant data stays on the server."]
+    speculator = Seq2SeqSpeculator()
+    assert speculator.correct(texts) == [
+        "Every morning the new Policy is read aloud.",
+        "Important data stays on the server.",
+    ]
+    as_written = speculator.correct(texts, fold_capitals=False)  # the model copies capitalised words it does not know
+    assert "Ploicy" in as_written[0] and as_written[1].startswith("Imoportant")
+    big, small, tokenizer = speller
+    assert not Seq2SeqSpeculator(big, small, tokenizer).fold_capitals  # another model: off unless asked
 
 
 @needs_weights
@@ -101,6 +131,8 @@ def test_correct_command_uses_the_shipped_pair(tmp_path, capsys):
     lines = captured.out.splitlines()
     assert len(lines) == len(MISSPELLED)
     assert lines == Seq2SeqSpeculator().correct(MISSPELLED)
+    assert main(["correct", str(source), "--no-fold-capitals"]) == 0
+    assert capsys.readouterr().out.splitlines() == Seq2SeqSpeculator().correct(MISSPELLED, fold_capitals=False)
 
 
 MORE = [
@@ -203,16 +235,14 @@ def test_long_lines_are_corrected_sentence_by_sentence(speller, tmp_path, capsys
         "becuase it had been a long tiem since they last spoke."
     )
     assert len(line) > 140
-    split = split_text(line, 140)
-    pieces = [
-        tokenizer.decode(big.generate(**tokenizer(p, return_tensors="pt"), do_sample=False)[0], True)
-        for p in split.pieces
-    ]
-    whole = tokenizer.decode(big.generate(**tokenizer(line, return_tensors="pt"), do_sample=False)[0], True)
-    assert join_pieces(split, pieces) != whole
+    folded = fold_capitals([line])[0]  # "Thsi" goes to the model as "thsi" (see test_default_correct_equals_...)
+    split = split_text(folded.text, 140)
+    pieces = [_greedy_text(big, tokenizer, piece) for piece in split.pieces]
+    whole = folded.restore(_greedy_text(big, tokenizer, folded.text))
+    assert folded.restore(join_pieces(split, pieces)) != whole
     source = tmp_path / "long.txt"
     source.write_text(line + "\n")
     assert main(["correct", str(source)]) == 0
-    assert capsys.readouterr().out == join_pieces(split, pieces) + "\n"
+    assert capsys.readouterr().out == folded.restore(join_pieces(split, pieces)) + "\n"
     assert main(["correct", str(source), "--split-longer-than", "0"]) == 0
     assert capsys.readouterr().out == whole + "\n"

@@ -79,3 +79,30 @@ def test_wordnet_headword_entries_put_the_synset_words_before_the_first_definiti
     assert "(of an aircraft) having sweptback wings" in speller_data.wordnet_glosses(directory)
     examples = speller_data.wordnet_examples(directory)
     assert examples == ["the abstraction of a concept", "a sweptwing aircraft flies fast"]
+
+
+def test_capitalised_weight_picks_capitalised_words_more_often():
+    """noise.HumanNoise's capitalised_weight: capitalised words take that many times the share of typos a
+    lower-case word takes (1: every eligible word alike, the default stream of typos unchanged)."""
+    from noise import HumanNoise
+
+    sentence = "Several Packages provide tools, and Debian keeps every Package current."
+    capitalised = {i for i, word in enumerate(sentence.split(" ")) if word[0].isupper()}
+
+    def capitalised_share(weight: float) -> float:
+        noise = HumanNoise(TYPOS, kind_weights={"keyboard": 1.0}, capitalised_weight=weight)
+        hits = total = 0
+        for seed in range(400):
+            noisy, _ = noise(sentence, random.Random(seed), 1)
+            changed = [i for i, (a, b) in enumerate(zip(noisy.split(" "), sentence.split(" "), strict=True)) if a != b]
+            hits += sum(i in capitalised for i in changed)
+            total += len(changed)
+        return hits / total
+
+    uniform, weighted = capitalised_share(1.0), capitalised_share(4.0)
+    # 4 of the 10 words are capitalised: about 0.4 of the typos alike, about 4 * 4 / (4 * 4 + 6) = 0.73 weighted
+    assert 0.3 < uniform < 0.5
+    assert 0.63 < weighted < 0.83
+    default = HumanNoise(TYPOS, kind_weights={"keyboard": 1.0})
+    explicit = HumanNoise(TYPOS, kind_weights={"keyboard": 1.0}, capitalised_weight=1.0)
+    assert default(sentence, random.Random(1), 2) == explicit(sentence, random.Random(1), 2)

@@ -218,6 +218,9 @@ def correct_arguments(args: argparse.Namespace) -> dict:
     split = getattr(args, "split_longer_than", None)
     if split is not None:  # unset: the model's own limit
         arguments["split_longer_than"] = split or None
+    fold = getattr(args, "fold_capitals", None)
+    if fold is not None:  # unset: the model's own default
+        arguments["fold_capitals"] = fold
     return arguments
 
 
@@ -252,6 +255,12 @@ def add_parser(commands) -> argparse.ArgumentParser:
         metavar="CHARS",
         help="correct a line longer than CHARS characters sentence by sentence, whitespace kept; 0: every line whole "
         "(default: the model's own limit, 140 for the shipped speller, which trained on sentences; none otherwise)",
+    )
+    correct.add_argument(
+        "--fold-capitals",
+        action=argparse.BooleanOptionalAction,
+        help="give a capitalised word that is close to, but not in, an English dictionary to the model in lower case "
+        "and capitalise the model's word in its place (default: on for the shipped speller, off otherwise)",
     )
     correct.add_argument(
         "--out", type=Path, help="output file (default: standard output); a directory with --ray; resumable"

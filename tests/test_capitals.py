@@ -1,0 +1,41 @@
+"""seq2spec.capitals: which capitalised words go to the model in lower case, and how their capitals come back."""
+
+from __future__ import annotations
+
+from seq2spec.capitals import fold_capitals
+
+# a stand-in for the classical checker: lower-case word -> its closest dictionary word, or None when none is close
+SUGGESTIONS = {"evory": "every", "ploicy": "policy", "teh": "the", "paris": "paris", "wrold": "world"}
+
+
+def suggest(word: str) -> str | None:
+    return SUGGESTIONS.get(word)
+
+
+def test_only_capitalised_words_with_another_suggestion_are_folded():
+    text = "  Evory (Ploicy), Paris and Xyzzy in the WROLD, teh Wrold-wide A\tEvory\n"
+    [folded] = fold_capitals([text], suggest)
+    # Paris: a dictionary word; Xyzzy: nothing close; WROLD: all capitals; teh: lower case already;
+    # Wrold-wide: not one plain word; A: one letter. Whitespace stays as it was.
+    assert folded.text == "  evory (ploicy), Paris and Xyzzy in the WROLD, teh Wrold-wide A\tevory\n"
+    assert folded.folded == {0, 1, 11}  # word indices among the text's non-space tokens
+    assert fold_capitals(["nothing to do here"], suggest)[0].folded == frozenset()
+
+
+def test_restore_capitalises_the_words_in_the_folded_ones_places():
+    [folded] = fold_capitals(["Evory day, the Ploicy changes."], suggest)
+    assert folded.restore("every day, the policy changes.") == "Every day, the Policy changes."
+    assert folded.restore("every day, the policy changes.  ") == "Every day, the Policy changes.  "  # spacing kept
+    assert folded.restore("(every) day, the policy changes.") == "(Every) day, the Policy changes."
+    # the model split or merged the folded word: the first word standing in its place takes the capital
+    assert folded.restore("every single day, the policy changes.") == "Every single day, the Policy changes."
+    assert folded.restore("everyday, the policy changes.") == "Everyday, the Policy changes."
+    # the folded word dropped: nothing to capitalise; other words are never touched
+    assert folded.restore("day, the changes.") == "day, the changes."
+    assert folded.restore("") == ""
+
+
+def test_texts_without_folded_words_come_back_as_the_model_wrote_them():
+    [folded] = fold_capitals(["Paris in the spring."], suggest)
+    assert folded.text == "Paris in the spring."
+    assert folded.restore("paris in the spring") == "paris in the spring"

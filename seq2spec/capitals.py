@@ -23,16 +23,14 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from seq2spec.classical import case_pattern
+from seq2spec.classical import WHITESPACE, WORD_TOKEN, case_pattern
 
-_SPACE = re.compile(r"(\s+)")
-_WORD = re.compile(r"^([^A-Za-z0-9]*)([A-Za-z]+)([^A-Za-z0-9]*)$")
 _FIRST_LETTER = re.compile(r"[A-Za-z]")
 
 
 def _fold_token(token: str, correct_word: Callable[[str], str | None]) -> str | None:
     """The token with its word in lower case, or None when it keeps its case."""
-    match = _WORD.match(token)
+    match = WORD_TOKEN.match(token)
     if not match:
         return None
     before, core, after = match.groups()
@@ -64,8 +62,8 @@ class FoldedText:
         """``output`` with the words aligned to the folded ones capitalised."""
         if not self.folded:
             return output
-        inputs = [token for token in _SPACE.split(self.text) if token and not token.isspace()]
-        pieces = _SPACE.split(output)
+        inputs = [token for token in WHITESPACE.split(self.text) if token and not token.isspace()]
+        pieces = WHITESPACE.split(output)
         words = [index for index, piece in enumerate(pieces) if piece and not piece.isspace()]
         matcher = difflib.SequenceMatcher(
             a=[token.lower() for token in inputs], b=[pieces[i].lower() for i in words], autojunk=False
@@ -91,7 +89,7 @@ def fold_capitals(texts: Sequence[str], correct_word: Callable[[str], str | None
         correct_word = shared_symspell_corrector()
     folded_texts = []
     for text in texts:
-        pieces = _SPACE.split(text)
+        pieces = WHITESPACE.split(text)
         folded: set[int] = set()
         word = -1
         for index, piece in enumerate(pieces):

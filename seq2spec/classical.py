@@ -19,8 +19,9 @@ import re
 import threading
 from collections.abc import Callable
 
-_WORD = re.compile(r"^([^A-Za-z0-9]*)([A-Za-z]+)([^A-Za-z0-9]*)$")
-_SPACE = re.compile(r"(\s+)")
+# one plain word with optional punctuation around it: (before, word, after)
+WORD_TOKEN = re.compile(r"^([^A-Za-z0-9]*)([A-Za-z]+)([^A-Za-z0-9]*)$")
+WHITESPACE = re.compile(r"(\s+)")  # split keeping the whitespace
 
 
 def case_pattern(word: str) -> str | None:
@@ -45,7 +46,7 @@ def apply_case(word: str, pattern: str) -> str:
 
 def correct_token(token: str, correct_word: Callable[[str], str | None]) -> str:
     """``token`` corrected by ``correct_word`` (lower-case word -> suggestion or None), case and punctuation kept."""
-    match = _WORD.match(token)
+    match = WORD_TOKEN.match(token)
     if not match:
         return token
     before, core, after = match.groups()
@@ -59,7 +60,7 @@ def correct_token(token: str, correct_word: Callable[[str], str | None]) -> str:
 
 
 def correct_text(text: str, correct_word: Callable[[str], str | None]) -> str:
-    return "".join(piece if piece.isspace() else correct_token(piece, correct_word) for piece in _SPACE.split(text))
+    return "".join(piece if piece.isspace() else correct_token(piece, correct_word) for piece in WHITESPACE.split(text))
 
 
 class CachedCorrector:

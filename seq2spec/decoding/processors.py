@@ -103,7 +103,8 @@ class WhisperTimestampRules(WhisperTimeStampLogitsProcessor):
         last_timestamp = (
             generated.gather(1, last_index.clamp(min=0)[:, None]).squeeze(1) if width else torch.zeros_like(lengths)
         )
-        floor = torch.where(after_single, last_timestamp.to(scores.device), last_timestamp.to(scores.device) + 1)
+        last_timestamp = last_timestamp.to(scores.device)
+        floor = torch.where(after_single, last_timestamp, last_timestamp + 1)
         floor = torch.where(last_index.to(scores.device) >= 0, floor, torch.full_like(floor, begin))
         # The rules mask whole rows of the text tokens (below the end token, and the special tokens up to the first
         # timestamp) and ranges of the timestamps: the text columns take one row-broadcast fill each, and only the

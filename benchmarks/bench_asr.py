@@ -5,7 +5,9 @@ pass (warm-up, outputs, decoder calls, statistics):
 - ``greedy``: ``base.generate`` (greedy, language and task forced) at the same batch size: the baseline;
 - ``hf assisted``: transformers' assisted generation with the same draft (``assistant_model=``; batch size 1 only);
 - ``seq2spec per-row`` / ``seq2spec batch-min`` / ``seq2spec per-row fixed``: the distilled draft, per-row
-  acceptance or the batch-minimum rollback, adaptive or fixed draft length;
+  acceptance or the batch-minimum rollback, adaptive or fixed draft length (``--skip-methods`` leaves some out);
+  on a CUDA device also ``seq2spec per-row, no CUDA graphs``: the draft's lean step run eagerly
+  (``draft_cuda_graphs=False``);
 - ``faster-whisper int8`` / ``float32``: CTranslate2 greedy (beam 1, no VAD, no temperature fallback, no
   conditioning on previous text) on the same base weights, file by file, when ``faster-whisper`` is installed;
 - ``hf pipeline, chunked``: long form only, transformers' speech-recognition pipeline on the same model with its
@@ -287,10 +289,16 @@ def bench(args, failures: dict[str, str]) -> list[Row]:
             "seq2spec batch-min": Seq2SeqSpeculator(big, draft, processor, acceptance="batch-min", **confidence),
             "seq2spec per-row fixed": Seq2SeqSpeculator(big, draft, processor, adaptive=False, **confidence),
         }
+        if device.type == "cuda":  # what the draft's CUDA graphs save
+            variants["seq2spec per-row, no CUDA graphs"] = Seq2SeqSpeculator(
+                big, draft, processor, draft_cuda_graphs=False, **confidence
+            )
         if full_vocabulary_draft is not None:
             variants["seq2spec per-row, draft scoring all tokens"] = Seq2SeqSpeculator(
                 big, full_vocabulary_draft, processor, **confidence
             )
+        for name in args.skip_methods:
+            variants.pop(name, None)
         for name, speculator in variants.items():
 
             def run(features, mask, s=speculator, extra=extra, sampling=sampling):
@@ -432,6 +440,13 @@ def main() -> None:
         "--word-timestamps",
         action="store_true",
         help="every method also times each word (Whisper's return_token_timestamps, faster-whisper's word_timestamps)",
+    )
+    parser.add_argument(
+        "--skip-methods",
+        nargs="*",
+        default=[],
+        metavar="NAME",
+        help='seq2spec variants to leave out, e.g. "seq2spec batch-min"',
     )
     parser.add_argument("--repeats", type=int, default=2)
     parser.add_argument("--threads", type=int, default=2)

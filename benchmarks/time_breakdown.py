@@ -2,9 +2,10 @@
 encoder, big decoder forwards, draft forwards, logits processing and the rest (the loop's own work).
 
 Each part is timed by wrapping the call that does it (the big encoder's forward, the big decoder's forward,
-``DecoderRunner.forward`` for the draft, the loop's logits processing); "loop and rest" is the wall time minus the
-timed parts. Per-round figures divide by the number of big decoder forwards. Timers add a few microseconds per
-call; the wall times are the same method's in one run, so read the shares, not the absolute numbers.
+``DecoderRunner.forward`` or, with CUDA graphs, ``StaticDraftRunner.forward`` for the draft, the loop's logits
+processing); "loop and rest" is the wall time minus the timed parts. Per-round figures divide by the number of big
+decoder forwards. Timers add a few microseconds per call; the wall times are the same method's in one run, so read
+the shares, not the absolute numbers.
 
     python benchmarks/time_breakdown.py                      # long form, Whisper batch 16 clips, speller batch 1/16
     python benchmarks/time_breakdown.py --cases long-form --long-form other.wav
@@ -27,6 +28,7 @@ from seq2spec import Seq2SeqSpeculator
 from seq2spec.decoding import runner as runner_module
 from seq2spec.decoding import sequences
 from seq2spec.default_models import load_speller, load_whisper_base_pair
+from seq2spec.drafts.graphed_whisper import StaticDraftRunner
 from seq2spec.memory import retain_freed_memory
 from seq2spec.whisper.audio import load_audio
 
@@ -77,6 +79,7 @@ def instrumented(timers: Timers, big: torch.nn.Module) -> Iterator[None]:
         (encoder, "forward", encoder.forward),
         (big, "forward", big.forward),
         (runner_module.DecoderRunner, "forward", runner_module.DecoderRunner.forward),
+        (StaticDraftRunner, "forward", StaticDraftRunner.forward),
         (sequences.PrefixProcessor, "positions", sequences.PrefixProcessor.positions),
         (sequences.PrefixProcessor, "step", sequences.PrefixProcessor.step),
     ]
@@ -92,6 +95,7 @@ def instrumented(timers: Timers, big: torch.nn.Module) -> Iterator[None]:
     encoder.forward = timers.wrap("encoder", encoder.forward)
     big.forward = timers.wrap("big forwards", big.forward)  # decoder and output head
     runner_module.DecoderRunner.forward = runner_forward
+    StaticDraftRunner.forward = timers.wrap("draft forwards", StaticDraftRunner.forward)  # CUDA graphs' runner
     sequences.PrefixProcessor.positions = timers.wrap("logits processing", sequences.PrefixProcessor.positions)
     sequences.PrefixProcessor.step = timers.wrap("logits processing", sequences.PrefixProcessor.step)
     try:
@@ -123,7 +127,7 @@ def measure(function: Callable[[], object], big: torch.nn.Module, device: torch.
 
 def whisper_cases(args, device: torch.device) -> Iterator[tuple[str, str, Callable, torch.nn.Module]]:
     big, draft, processor = load_whisper_base_pair(device=device, dtype=args.torch_dtype)
-    speculator = Seq2SeqSpeculator(big, draft, processor)
+    speculator = Seq2SeqSpeculator(big, draft, processor, draft_cuda_graphs=args.draft_cuda_graphs)
     dtype = big.dtype
     if "long-form" in args.cases:
         audio = load_audio(args.long_form)
@@ -193,6 +197,12 @@ def main() -> None:
         choices=["long-form", "clips16", "speller1", "speller16"],
     )
     parser.add_argument("--long-form", type=Path, default=SAMPLES / "long_form.wav", help="the long-form audio file")
+    parser.add_argument(
+        "--no-draft-cuda-graphs",
+        dest="draft_cuda_graphs",
+        action="store_false",
+        help="Whisper: run the draft's lean step eagerly on a CUDA device (what its CUDA graphs save)",
+    )
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--dtype", default="float32", choices=["float32", "float16", "bfloat16"])
@@ -219,6 +229,8 @@ def main() -> None:
             )
     machine = f"{processor_name() if device.type == 'cpu' else torch.cuda.get_device_name(0)}, {args.threads} threads"
     title = f"{machine}, torch {torch.__version__}, {args.dtype}; long form: {args.long_form.name}"
+    if not args.draft_cuda_graphs:
+        title += "; the Whisper draft's CUDA graphs off"
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / f"{args.name}.json").write_text(json.dumps({"title": title, "results": results}, indent=2))
     table = markdown(results, title)

@@ -51,6 +51,11 @@ class SpeculationOptions:
         "on a CPU, run the lean draft step's linear layers in int8 (the draft only proposes; the big model decides "
         "every token in its own precision)",
     )
+    draft_cuda_graphs: bool = _option(
+        True,
+        "on a CUDA device, run a Whisper draft's lean step over a fixed-size cache as replayed CUDA graphs (checked "
+        "against the lean step on a probe before use)",
+    )
     exact_big_forward: bool = _option(
         True,
         "run a T5/MT5 big model's decoder forward through seq2spec's operation-for-operation mirror of it, without "
@@ -91,6 +96,7 @@ class SpeculationOptions:
             "adaptive",
             "lean_draft",
             "int8_draft",
+            "draft_cuda_graphs",
             "exact_big_forward",
             "draft_reads_prompt",
             "input_copy",

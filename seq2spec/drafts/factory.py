@@ -12,6 +12,7 @@ from seq2spec.decoding.runner import DecoderRunner, DecoderStep
 from seq2spec.drafts.copy_then_draft import CopyThenDraftProposer
 from seq2spec.drafts.dense import int8_available
 from seq2spec.drafts.draft_model import DraftModelProposer
+from seq2spec.drafts.graphed_whisper import GraphedWhisperDraft, StaticDraftRunner
 from seq2spec.drafts.input_copy import InputCopyProposer, SourceRewrite
 from seq2spec.drafts.lean_t5 import LEAN_FAMILIES, LeanT5Decoder
 from seq2spec.drafts.lean_whisper import LeanWhisperDraft, is_whisper_draft
@@ -69,6 +70,7 @@ class ProposerFactory:
         self.proposer = CheckedProposer(proposer) if proposer is not None else None
         self.copy_rewrite: SourceRewrite | None = None
         self._lean: tuple[tuple, DecoderStep | None] = ((), None)
+        self._graphed: tuple[DecoderStep | None, GraphedWhisperDraft | None] = (None, None)
 
     def __call__(self, batch: DecodingBatch, stats: SpeculationStats) -> Proposer:
         options = self.options
@@ -92,7 +94,7 @@ class ProposerFactory:
             transcript_only=not options.draft_reads_prompt,
         )
 
-    def _draft_runner(self, batch: DecodingBatch, stats: SpeculationStats) -> DecoderRunner:
+    def _draft_runner(self, batch: DecodingBatch, stats: SpeculationStats) -> DecoderRunner | StaticDraftRunner:
         draft, family = self.draft, self.family
         device, dtype = draft.device, draft.dtype
         if self.shares_encoder:
@@ -106,8 +108,27 @@ class ProposerFactory:
                 **{family.encoder_input_name: inputs}, attention_mask=mask, return_dict=True
             ).last_hidden_state
             stats.draft_encoder_calls += 1
+        lean = self.lean_step()
+        graphed = self.graphed_step(lean)
+        if graphed is not None:
+            return graphed.runner(encoder_hidden_states)
         mask = None if batch.attention_mask is None else batch.attention_mask.to(device)
-        return DecoderRunner(draft, family, encoder_hidden_states, mask, self.lean_step())
+        return DecoderRunner(draft, family, encoder_hidden_states, mask, lean)
+
+    def graphed_step(self, lean: DecoderStep | None) -> GraphedWhisperDraft | None:
+        """Fixed-size-cache runners with CUDA graphs for a lean Whisper draft step on a CUDA device, checked against
+        the lean step once per lean step (a new one comes with new weights, device, dtype or mode)."""
+        if not isinstance(lean, LeanWhisperDraft) or not self.static_draft_cache(lean.embedding.device):
+            return None
+        if self._graphed[0] is not lean:
+            graphs = lean.embedding.device.type == "cuda"
+            self._graphed = (lean, GraphedWhisperDraft.checked(lean, self.draft, graphs=graphs))
+        return self._graphed[1]
+
+    def static_draft_cache(self, device: torch.device) -> bool:
+        """Whether a Whisper draft's lean step runs over a fixed-size cache on ``device``: where CUDA graphs can
+        replay it."""
+        return self.options.draft_cuda_graphs and device.type == "cuda"
 
     def lean_step(self) -> DecoderStep | None:
         """The draft's lean decoder step, rebuilt (and re-checked against transformers) whenever the draft's

@@ -17,6 +17,7 @@ here: a draft's logits choose candidates, the big model decides every output tok
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import torch
@@ -153,37 +154,64 @@ class LeanWhisperDraft:
         device = tokens.device
         pad = pad.to(device)
         new_slots = torch.arange(past, total, device=device)
-        positions = (new_slots[None, :] - pad[:, None]).clamp_(min=0)
-        dtype = self.embedding.dtype
-        hidden = F.embedding(tokens, self.embedding) + F.embedding(positions, self.positions)
         slots = torch.arange(total, device=device)
         causal = (slots[None, :] <= new_slots[:, None])[None, None]
         real = (slots[None, :] >= pad[:, None])[:, None, None] | (slots[None, :] == new_slots[:, None])[None, None]
         self_mask = causal & real  # [rows, 1, length, total]: causal, not the row's padding (a padded token: itself)
-        for index, layer in enumerate(self.layers):
-            query, key, value = self._projected(layer.qkv, self._norm(hidden, layer.self_norm), dtype).chunk(3, dim=-1)
-            key, value = cache.self_attention_cache.update(self._split(key), self._split(value), index)
-            attended = F.scaled_dot_product_attention(self._split(query), key, value, attn_mask=self_mask, scale=1.0)
-            hidden = hidden + self._projected(layer.self_out, self._merge(attended), dtype)
 
+        def attend_self(index: int, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor) -> torch.Tensor:
+            key, value = cache.self_attention_cache.update(key, value, index)
+            return F.scaled_dot_product_attention(query, key, value, attn_mask=self_mask, scale=1.0)
+
+        def cross_states(index: int) -> tuple[torch.Tensor, torch.Tensor]:
             if cache.is_updated.get(index):
                 cross = cache.cross_attention_cache.layers[index]
-                key, value = cross.keys, cross.values
-            else:
-                key, value = self._projected(layer.cross_kv, encoder_hidden_states, dtype).chunk(2, dim=-1)
-                key, value = cache.cross_attention_cache.update(self._split(key), self._split(value), index)
-                cache.is_updated[index] = True
+                return cross.keys, cross.values
+            key, value = cache.cross_attention_cache.update(*self.cross_states(index, encoder_hidden_states), index)
+            cache.is_updated[index] = True
+            return key, value
+
+        positions = (new_slots[None, :] - pad[:, None]).clamp_(min=0)
+        hidden = self.decode(self.embed(tokens, positions), attend_self, cross_states)
+        scores = self.head(hidden).float()
+        if self.token_ids is None:
+            return scores
+        logits = scores.new_full((rows, length, self.vocabulary), torch.finfo(self.embedding.dtype).min)
+        return logits.index_copy_(-1, self.token_ids.to(device), scores)
+
+    def embed(self, tokens: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
+        """Token plus position embeddings (``positions`` counted from each row's first real token)."""
+        return F.embedding(tokens, self.embedding) + F.embedding(positions, self.positions)
+
+    def cross_states(self, index: int, encoder_hidden_states: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Layer ``index``'s cross-attention keys and values of the encoder output, ``[rows, heads, frames, dim]``."""
+        dtype = self.embedding.dtype
+        key, value = self._projected(self.layers[index].cross_kv, encoder_hidden_states, dtype).chunk(2, dim=-1)
+        return self._split(key), self._split(value)
+
+    def decode(
+        self,
+        hidden: torch.Tensor,
+        attend_self: Callable[[int, torch.Tensor, torch.Tensor, torch.Tensor], torch.Tensor],
+        cross_states: Callable[[int], tuple[torch.Tensor, torch.Tensor]],
+    ) -> torch.Tensor:
+        """The decoder layers and final norm over embedded ``hidden``. ``attend_self(layer, query, key, value)``
+        stores the new keys and values wherever the caller keeps them and returns the attended values (heads split,
+        query already scaled); ``cross_states(layer)`` gives the layer's cross-attention keys and values."""
+        dtype = self.embedding.dtype
+        for index, layer in enumerate(self.layers):
+            query, key, value = self._projected(layer.qkv, self._norm(hidden, layer.self_norm), dtype).chunk(3, dim=-1)
+            attended = attend_self(index, self._split(query), self._split(key), self._split(value))
+            hidden = hidden + self._projected(layer.self_out, self._merge(attended), dtype)
+
+            key, value = cross_states(index)
             query = self._split(self._projected(layer.cross_q, self._norm(hidden, layer.cross_norm), dtype))
             attended = F.scaled_dot_product_attention(query, key, value, scale=1.0)
             hidden = hidden + self._projected(layer.cross_out, self._merge(attended), dtype)
 
             inner = self.act(self._projected(layer.fc1, self._norm(hidden, layer.ff_norm), dtype))
             hidden = hidden + self._projected(layer.fc2, inner, dtype)
-        scores = self.head(self._norm(hidden, self.final_norm)).float()
-        if self.token_ids is None:
-            return scores
-        logits = scores.new_full((rows, length, self.vocabulary), torch.finfo(dtype).min)
-        return logits.index_copy_(-1, self.token_ids.to(device), scores)
+        return self._norm(hidden, self.final_norm)
 
     @staticmethod
     def _projected(dense: Dense, hidden: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:

@@ -53,8 +53,8 @@ class SpeculationOptions:
     )
     draft_cuda_graphs: bool = _option(
         True,
-        "on a CUDA device, run a Whisper draft's lean step over a fixed-size cache as replayed CUDA graphs (checked "
-        "against the lean step on a probe before use)",
+        "on a CUDA device, replay a Whisper draft's lean step (over a fixed-size cache) and a draft's Whisper logits "
+        "processing as CUDA graphs (each checked against its eager version before use)",
     )
     exact_big_forward: bool = _option(
         True,

@@ -299,6 +299,7 @@ class Seq2SeqSpeculator:
             generator=generator,
             head=self._big_head,
             exact=self._exact_forwards if self.options.exact_big_forward else None,
+            capture_draft_processing=self.options.draft_cuda_graphs,
         )
 
     def _spellchecked_source(self) -> SpellCheckedSource:

@@ -177,11 +177,16 @@ def test_whisper_full_generate_on_cuda(dtype):
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
-def test_whisper_causal_draft_replays_cuda_graphs(dtype):
-    """A decoder-only Whisper draft (the shipped draft's layout) runs its lean step over the fixed-size cache as
-    replayed CUDA graphs on the device; short clips whose rows finish at different steps, and long form with a
-    prompt the draft reads (padded prompts), stay identical to generate's."""
+def test_whisper_causal_draft_replays_cuda_graphs(dtype, monkeypatch):
+    """A decoder-only Whisper draft (the shipped draft's layout) runs its lean step over the fixed-size cache, and
+    its logits processing, as replayed CUDA graphs on the device; short clips whose rows finish at different steps,
+    and long form with a prompt the draft reads (padded prompts), stay identical to generate's."""
+    from seq2spec.decoding.captured_processing import CapturedStepProcessing
     from seq2spec.drafts.graphed_whisper import GraphedWhisperDraft
+
+    replays = []
+    run = CapturedStepProcessing.run
+    monkeypatch.setattr(CapturedStepProcessing, "run", lambda self: replays.append(self.graphs) or run(self))
 
     big = build_toy_whisper().to(DEVICE, DTYPES[dtype])
     draft = whisper_causal_assistant(big, decoder_layers=1).to(DEVICE, DTYPES[dtype])
@@ -198,6 +203,7 @@ def test_whisper_causal_draft_replays_cuda_graphs(dtype):
     if torch.device(DEVICE).type == "cuda":
         assert isinstance(graphed, GraphedWhisperDraft) and graphed.graphs
         assert any(buffers.graphs for buffers in graphed.caches.values())  # captured and replayed
+        assert replays and all(replays)  # the draft's processing, as a graph
     assert speculator.last_stats.accepted_draft_tokens > 0
     features, kwargs = prompted_long_form(dtype)
     expected = big.generate(features, **kwargs)

@@ -9,6 +9,8 @@ import torch
 from toy_helpers import build_toy_whisper, long_form_toy_features, toy_features
 
 from seq2spec import Seq2SeqSpeculator
+from seq2spec.decoding import search as search_module
+from seq2spec.decoding.captured_processing import CapturedStepProcessing
 from seq2spec.decoding.families import family_of
 from seq2spec.decoding.runner import DecoderRunner
 from seq2spec.drafts import graphed_whisper
@@ -115,8 +117,20 @@ def test_a_probe_that_disagrees_keeps_the_lean_runner(big, monkeypatch):
 
 def test_speculator_on_the_fixed_cache_keeps_greedy_output(big, monkeypatch):
     """Short clips, then long form with timestamps, previous-text conditioning and a prompt the draft reads (rows
-    with prompts of different lengths: padded prompts), all identical to generate's."""
+    with prompts of different lengths: padded prompts), all identical to generate's; the draft's logits processing
+    runs over fixed tensors too (what a CUDA device replays as a graph)."""
     monkeypatch.setattr(ProposerFactory, "static_draft_cache", lambda self, device: True)
+    decode = search_module.speculative_decode
+    monkeypatch.setattr(
+        search_module,
+        "speculative_decode",
+        lambda *args, **kwargs: decode(*args, **{**kwargs, "capture_draft_processing": True}),
+    )
+    processed = []
+    process = CapturedStepProcessing.__call__
+    monkeypatch.setattr(
+        CapturedStepProcessing, "__call__", lambda self, *args: processed.append(1) or process(self, *args)
+    )
     forwards = []
     original = StaticDraftRunner.forward
     monkeypatch.setattr(StaticDraftRunner, "forward", lambda self, tokens: forwards.append(1) or original(self, tokens))
@@ -126,6 +140,7 @@ def test_speculator_on_the_fixed_cache_keeps_greedy_output(big, monkeypatch):
     assert speculator._proposers.graphed_step(speculator._proposers.lean_step()) is not None
     features = toy_features(5, seed=8)
     expected = big.generate(features, max_new_tokens=30, language="fr")
+    processed.clear()
     eos = big.generation_config.eos_token_id
     lengths = (expected != eos).sum(dim=1)
     assert len({tuple(row) for row in expected.tolist()}) >= 3 and lengths.unique().numel() >= 2
@@ -133,6 +148,7 @@ def test_speculator_on_the_fixed_cache_keeps_greedy_output(big, monkeypatch):
     assert torch.equal(speculator.generate(input_features=features, max_new_tokens=30, language="fr"), expected)
     assert len(forwards) == speculator.last_stats.draft_forwards > 0
     assert speculator.last_stats.accepted_draft_tokens > 0
+    assert len(processed) == speculator.last_stats.draft_forwards  # (the first step of a batch: eagerly as well)
 
     features, mask = long_form_toy_features([7000, 4500, 6100], seed=23)
     kwargs = {
@@ -147,8 +163,10 @@ def test_speculator_on_the_fixed_cache_keeps_greedy_output(big, monkeypatch):
         reading = Seq2SeqSpeculator(big, draft, int8_draft=False, draft_reads_prompt=reads_prompt)
         assert reading._proposers.graphed_step(reading._proposers.lean_step()) is not None
         forwards.clear()  # the probe's own forwards
+        processed.clear()
         assert torch.equal(reading.generate(input_features=features, **kwargs), expected)
         assert len(forwards) == reading.last_stats.draft_forwards > 0
+        assert len(processed) == reading.last_stats.draft_forwards
 
 
 def test_the_fixed_cache_is_for_cuda_devices_unless_turned_off(big):

@@ -167,3 +167,84 @@ def test_prefix_processor_ragged_and_grouped_paths_agree():
     assert torch.equal(grouped.positions(rows, candidates, scores.clone(), host), expected)
     assert torch.equal(grouped.positions(rows, candidates, scores.clone()), expected)
     assert torch.equal(ragged.step(rows, candidates, scores[:, 3].clone(), host), expected[:, 3])
+
+
+def _whisper_processors(begin_index: int = 2) -> LogitsProcessorList:
+    from types import SimpleNamespace
+
+    from transformers.generation.logits_process import WhisperTimeStampLogitsProcessor
+
+    from seq2spec.decoding.processors import WhisperTimestampRules
+
+    text, begin = 40, 43  # eos 40, no-timestamps 42, timestamps 43..59
+    config = SimpleNamespace(
+        no_timestamps_token_id=begin - 1, eos_token_id=text, bos_token_id=41, max_initial_timestamp_index=3
+    )
+    timestamps = WhisperTimeStampLogitsProcessor(config, begin_index, _detect_timestamp_from_logprob=True)
+    timestamps.max_initial_timestamp_index = 3
+    return LogitsProcessorList(
+        [
+            CachedSuppressTokens(SuppressTokensLogitsProcessor([1, 5, 17])),
+            CachedSuppressTokensAtBegin(SuppressTokensAtBeginLogitsProcessor([3, 7, 44], begin_index=begin_index)),
+            WhisperTimestampRules(timestamps),
+        ]
+    )
+
+
+def test_captured_step_processing_equals_the_eager_step():
+    """A draft step's processing over fixed tensors (all batch rows, prefixes as wide as a row can reach), which a
+    CUDA device replays as a graph, gives the eager step's scores: rows of different lengths, finished rows left out
+    of the step, candidates running past the buffer's capacity, and every step of a proposal."""
+    from seq2spec.decoding.captured_processing import capturable
+    from seq2spec.decoding.sequences import PrefixProcessor, TokenBuffer
+
+    generator = torch.Generator().manual_seed(4)
+    processors = _whisper_processors()
+    assert capturable(processors) and not capturable(LogitsProcessorList([TemperatureLogitsWarper(0.5)]))
+    assert not capturable(LogitsProcessorList())
+    prompt = torch.randint(0, 40, (6, 2), generator=generator)
+    buffer = TokenBuffer(prompt, capacity=10, pad_id=0)
+    new = torch.where(
+        torch.rand(6, 7, generator=generator) < 0.4,
+        torch.randint(43, 60, (6, 7), generator=generator),
+        torch.randint(0, 40, (6, 7), generator=generator),
+    )
+    counts = torch.tensor([0, 1, 2, 7, 3, 5])
+    buffer.append(torch.arange(6), new, counts)
+    eager = PrefixProcessor(processors, buffer)
+    captured = PrefixProcessor(processors, buffer, capture_steps=True)
+    rows = torch.tensor([5, 0, 3, 1])  # rows 2 and 4 have finished
+    host = (2 + counts[rows]).tolist()
+    for step in range(6):  # candidates: row 3 (9 tokens) runs past the capacity of 10 from the second step on
+        candidates = torch.where(
+            torch.rand(4, step, generator=generator) < 0.5,
+            torch.randint(43, 60, (4, step), generator=generator),
+            torch.randint(0, 40, (4, step), generator=generator),
+        )
+        scores = torch.randn(4, 60, generator=generator) * 3
+        expected = eager.step(rows, candidates, scores.clone(), host)
+        actual = captured.step(rows, candidates, scores.clone(), host)
+        assert torch.equal(actual, expected), step
+        assert captured.capture_steps and captured._captured is not None  # the fixed-tensor path stayed in use
+    assert torch.isinf(expected).any()
+
+
+def test_captured_step_processing_that_disagrees_stays_eager(monkeypatch):
+    from seq2spec.decoding import captured_processing
+    from seq2spec.decoding.sequences import PrefixProcessor, TokenBuffer
+
+    buffer = TokenBuffer(torch.randint(0, 40, (3, 2), generator=torch.Generator().manual_seed(5)), 8, pad_id=0)
+    processor = PrefixProcessor(_whisper_processors(), buffer, capture_steps=True)
+    original = captured_processing.CapturedStepProcessing._process
+
+    def skewed(self):  # processing that forgets a suppressed token
+        original(self)
+        self.scores[:, 5] = 0.0
+
+    monkeypatch.setattr(captured_processing.CapturedStepProcessing, "_process", skewed)
+    rows, candidates = torch.arange(3), torch.zeros((3, 1), dtype=torch.long)
+    scores = torch.randn(3, 60, generator=torch.Generator().manual_seed(6))
+    expected = PrefixProcessor(_whisper_processors(), buffer).step(rows, candidates, scores.clone())
+    assert torch.equal(processor.step(rows, candidates, scores.clone()), expected)  # the eager result
+    assert not processor.capture_steps and processor._captured is None
+    assert torch.equal(processor.step(rows, candidates, scores.clone()), expected)

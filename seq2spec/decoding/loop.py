@@ -33,12 +33,14 @@ def speculative_decode(
     verifier: Verifier | None = None,
     position_limit: int | None = None,
     recorder: ScoreRecorder | None = None,
+    capture_draft_processing: bool = False,
 ) -> torch.Tensor:
     """Decode the batch held by ``big``; returns ``[rows, P + T]`` tokens as ``generate`` lays them out.
 
     ``verifier`` defaults to greedy verification (output identical to ``generate(do_sample=False)``).
     ``position_limit``: the decoder's number of learned positions; no token is fed past the last one.
     ``recorder`` collects the scores and logits of the emitted tokens.
+    ``capture_draft_processing``: run the draft's logits processing as a CUDA graph where it can be captured.
     """
     verifier = verifier if verifier is not None else GreedyVerifier()
     device = big.device
@@ -47,7 +49,7 @@ def speculative_decode(
     limit = prompt_length + plan.max_new_tokens
     buffer = TokenBuffer(prompt, limit, plan.pad_token_id)
     processor = PrefixProcessor(plan.logits_processor, buffer)
-    draft_processor = PrefixProcessor(plan.draft_logits_processor, buffer)
+    draft_processor = PrefixProcessor(plan.draft_logits_processor, buffer, capture_steps=capture_draft_processing)
     eos = torch.tensor(plan.eos_token_ids, dtype=torch.long, device=device)
     live_index = torch.arange(rows, device=device)  # batch rows still decoding, in runner order
     lengths = [prompt_length] * rows  # host copy of each live row's buffer length

@@ -37,6 +37,7 @@ class SpeculativeSearch:
     Statistics of every call add up in ``stats``. ``generator`` drives speculative sampling when the generation
     config samples. ``head`` lets the big model's vocabulary head run sliced where that is bit-exact (``head.py``);
     ``exact`` runs a big T5's decoder forward through its mirror where a probe found it bit-exact (``exact_t5.py``).
+    ``capture_draft_processing``: on a CUDA device, the draft's logits processing replays as a CUDA graph.
     """
 
     def __init__(
@@ -50,8 +51,10 @@ class SpeculativeSearch:
         stats: SpeculationStats | None = None,
         head: BigModelHead | None = None,
         exact: ExactForwards | None = None,
+        capture_draft_processing: bool = False,
     ) -> None:
         self.family = family
+        self.capture_draft_processing = capture_draft_processing
         self.head = head
         self.exact = exact
         self.make_proposer = make_proposer
@@ -109,6 +112,7 @@ class SpeculativeSearch:
             verifier=verifier,
             position_limit=self.position_limit,
             recorder=recorder,
+            capture_draft_processing=self.capture_draft_processing and encoder_hidden_states.device.type == "cuda",
         )
         if not plan.return_dict:
             return sequences

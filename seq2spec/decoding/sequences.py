@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 
 import torch
 from transformers import LogitsProcessor, LogitsProcessorList
 
+from seq2spec.decoding.captured_processing import CapturedStepProcessing, capturable
 from seq2spec.decoding.transfer import to_device
+
+logger = logging.getLogger(__name__)
 
 
 class TokenBuffer:
@@ -51,12 +55,17 @@ class PrefixProcessor:
     ``[rows, length]`` tensor. Processors that handle ragged prefixes (``processes_ragged``: seq2spec's versions of
     Whisper's) take all rows in one call; any other list is applied to the rows grouped by prefix length. The
     callers pass each row's length as host numbers (``lengths``), so grouping never waits for the device.
+
+    With ``capture_steps`` (a draft's processing on a CUDA device) ``step`` runs capturable processors over fixed
+    tensors as a CUDA graph (``captured_processing.py``), once its first result equals the eager one.
     """
 
-    def __init__(self, processors: LogitsProcessorList, buffer: TokenBuffer) -> None:
+    def __init__(self, processors: LogitsProcessorList, buffer: TokenBuffer, *, capture_steps: bool = False) -> None:
         self.processors = processors
         self.buffer = buffer
         self.ragged = all(processes_ragged(p) for p in processors)
+        self.capture_steps = capture_steps and capturable(processors)
+        self._captured: CapturedStepProcessing | None = None
 
     def __bool__(self) -> bool:
         return len(self.processors) > 0
@@ -100,9 +109,37 @@ class PrefixProcessor:
         """``scores`` (``[rows, vocab]``) follow row tokens + all of ``candidates``."""
         if not self:
             return scores
+        if self.capture_steps:
+            return self._captured_step(rows, candidates, scores, lengths)
+        return self._eager_step(rows, candidates, scores, lengths)
+
+    def _eager_step(
+        self, rows: torch.Tensor, candidates: torch.Tensor, scores: torch.Tensor, lengths: Sequence[int] | None
+    ) -> torch.Tensor:
         prefixes, row_lengths, lengths = self._with_candidates(rows, candidates, lengths)
         width = candidates.shape[1]
         return self._apply(prefixes, row_lengths + width, [length + width for length in lengths], scores)
+
+    def _captured_step(
+        self, rows: torch.Tensor, candidates: torch.Tensor, scores: torch.Tensor, lengths: Sequence[int] | None
+    ) -> torch.Tensor:
+        if self._captured is not None:
+            return self._captured(rows, candidates, scores)
+        expected = self._eager_step(rows, candidates, scores, lengths)  # a copy: the scores stay as they were
+        try:
+            graphs = scores.device.type == "cuda"
+            captured = CapturedStepProcessing(
+                self.processors, self.buffer.tokens, self.buffer.lengths, scores.shape[-1], graphs=graphs
+            )
+            same = torch.equal(captured(rows, candidates, scores), expected)  # one host sync per batch
+        except RuntimeError as error:  # capture failed: the eager processing stays
+            logger.info("draft processing not captured: %s", error)
+            same = False
+        if same:
+            self._captured = captured
+        else:
+            self.capture_steps = False
+        return expected
 
     def _with_candidates(
         self, rows: torch.Tensor, candidates: torch.Tensor, lengths: Sequence[int] | None

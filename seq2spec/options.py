@@ -58,8 +58,8 @@ class SpeculationOptions:
     )
     exact_big_forward: bool = _option(
         True,
-        "run a T5/MT5 big model's decoder forward through seq2spec's operation-for-operation mirror of it, without "
-        "transformers' per-call work; used only if a probe at load finds its logits and caches bit-identical",
+        "run a T5/MT5 or Whisper big model's decoder forward through seq2spec's operation-for-operation mirror of it, "
+        "without transformers' per-call work; used only if a probe at load finds its logits and caches bit-identical",
     )
     draft_reads_prompt: bool = _option(
         False,

@@ -12,7 +12,7 @@ from transformers import GenerationConfig, PreTrainedModel, PreTrainedTokenizerB
 
 from seq2spec.capitals import fold_capitals as fold_capitals_of
 from seq2spec.classical import SpellCheckedSource
-from seq2spec.decoding.exact_t5 import ExactForwards
+from seq2spec.decoding.exact import ExactForwards
 from seq2spec.decoding.families import Family, family_of
 from seq2spec.decoding.head import BigModelHead
 from seq2spec.decoding.proposal import Proposer

@@ -15,6 +15,7 @@ from toy_helpers import (
     build_toy_whisper,
     long_form_toy_features,
     perturbed_copy,
+    prompted_long_form,
     toy_features,
     varied_enough,
     whisper_causal_assistant,
@@ -62,20 +63,6 @@ def assert_same_or_tied(actual: torch.Tensor, expected, pad: int, tolerance: flo
         scores = expected.scores[step][row].float()
         gap = float(scores.max() - scores[mine[row, step]])
         assert gap <= tolerance, f"row {row} differs from greedy at step {step} by {gap} (no tie within {tolerance})"
-
-
-def prompted_long_form(dtype: str) -> tuple[torch.Tensor, dict]:
-    """Three long-form rows of different lengths on the device, and generate's arguments for them: timestamps,
-    previous-text conditioning and a prompt (per-row prompts of different lengths once windows advance)."""
-    features, mask = long_form_toy_features([7000, 4500, 6100], seed=23)
-    kwargs = {
-        "attention_mask": mask.to(DEVICE),
-        "return_timestamps": True,
-        "language": "en",
-        "condition_on_prev_tokens": True,
-        "prompt_ids": torch.tensor([259, 40, 41, 42, 43], device=DEVICE),
-    }
-    return features.to(DEVICE, DTYPES[dtype]), kwargs
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
@@ -153,7 +140,7 @@ def test_whisper_full_generate_on_cuda(dtype):
     different lengths), scores, and token timestamps; greedy passes identical to generate's."""
     big = build_toy_whisper().to(DEVICE, DTYPES[dtype])
     draft = whisper_draft_sharing_encoder(big)
-    features, kwargs = prompted_long_form(dtype)
+    features, kwargs = prompted_long_form(DEVICE, DTYPES[dtype])
     kwargs["return_token_timestamps"] = True
     expected = big.generate(features, **kwargs)
     actual = Seq2SeqSpeculator(big, draft).generate(input_features=features, **kwargs)
@@ -205,7 +192,7 @@ def test_whisper_causal_draft_replays_cuda_graphs(dtype, monkeypatch):
         assert any(buffers.graphs for buffers in graphed.caches.values())  # captured and replayed
         assert replays and all(replays)  # the draft's processing, as a graph
     assert speculator.last_stats.accepted_draft_tokens > 0
-    features, kwargs = prompted_long_form(dtype)
+    features, kwargs = prompted_long_form(DEVICE, DTYPES[dtype])
     expected = big.generate(features, **kwargs)
     for reads_prompt in (False, True):
         reading = Seq2SeqSpeculator(big, draft, draft_reads_prompt=reads_prompt)

@@ -11,7 +11,8 @@ from toy_helpers import varied_enough
 
 from seq2spec import Seq2SeqSpeculator
 from seq2spec.decoding import exact_t5
-from seq2spec.decoding.exact_t5 import ExactForwards, ExactT5Forward
+from seq2spec.decoding.exact import ExactForwards
+from seq2spec.decoding.exact_t5 import ExactT5Forward
 from seq2spec.decoding.families import family_of
 from seq2spec.decoding.runner import DecoderRunner
 from seq2spec.int8 import quantize_int8

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 import torch
-from toy_helpers import build_toy_whisper, long_form_toy_features, toy_features
+from toy_helpers import build_toy_whisper, prompted_long_form, toy_features
 
 from seq2spec import Seq2SeqSpeculator
 from seq2spec.decoding import search as search_module
@@ -150,14 +150,7 @@ def test_speculator_on_the_fixed_cache_keeps_greedy_output(big, monkeypatch):
     assert speculator.last_stats.accepted_draft_tokens > 0
     assert len(processed) == speculator.last_stats.draft_forwards  # (the first step of a batch: eagerly as well)
 
-    features, mask = long_form_toy_features([7000, 4500, 6100], seed=23)
-    kwargs = {
-        "attention_mask": mask,
-        "return_timestamps": True,
-        "language": "en",
-        "condition_on_prev_tokens": True,
-        "prompt_ids": torch.tensor([259, 40, 41, 42, 43]),
-    }
+    features, kwargs = prompted_long_form()
     expected = big.generate(features, **kwargs)
     for reads_prompt in (False, True):
         reading = Seq2SeqSpeculator(big, draft, int8_draft=False, draft_reads_prompt=reads_prompt)

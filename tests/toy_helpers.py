@@ -141,6 +141,22 @@ def long_form_toy_features(frames: list[int], *, seed: int) -> tuple[torch.Tenso
     return features, mask
 
 
+def prompted_long_form(
+    device: torch.device | str = "cpu", dtype: torch.dtype = torch.float32
+) -> tuple[torch.Tensor, dict]:
+    """Three long-form toy rows of different lengths (seed 23) and generate's arguments for them: timestamps,
+    previous-text conditioning and a prompt, so that rows' prompts differ in length once their windows advance."""
+    features, mask = long_form_toy_features([7000, 4500, 6100], seed=23)
+    kwargs = {
+        "attention_mask": mask.to(device),
+        "return_timestamps": True,
+        "language": "en",
+        "condition_on_prev_tokens": True,
+        "prompt_ids": torch.tensor([259, 40, 41, 42, 43], device=device),
+    }
+    return features.to(device, dtype), kwargs
+
+
 def whisper_causal_assistant(big, decoder_layers: int = 1):
     """A decoder-only ``WhisperForCausalLM`` draft (distil-whisper's assistant layout) from the big model's first
     decoder layers; it reads the big model's encoder output."""

@@ -18,7 +18,9 @@ The check runs again after any change of the weights, device or dtype.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Protocol, TypeVar
 
 import torch
 import torch.nn.functional as F
@@ -54,7 +56,7 @@ class _Block:
     dense: nn.Module  # T5DenseGatedActDense or T5DenseActDense
 
 
-def _linear(layer: nn.Module, hidden: torch.Tensor) -> torch.Tensor:
+def linear_forward(layer: nn.Module, hidden: torch.Tensor) -> torch.Tensor:
     """nn.Linear's forward without the module call; an Int8Linear through its own forward."""
     if type(layer) is nn.Linear:
         return F.linear(hidden, layer.weight, layer.bias)
@@ -80,7 +82,43 @@ def _clamp(hidden: torch.Tensor) -> torch.Tensor:
     return torch.clamp(hidden, min=-clamp_value, max=clamp_value)
 
 
-def _model_state(model: PreTrainedModel) -> tuple:
+class _Mirror(Protocol):
+    def matches_on_probe(self) -> bool: ...
+
+
+Mirror = TypeVar("Mirror", bound=_Mirror)
+
+
+def checked_mirror(build: Callable[[PreTrainedModel], Mirror], model: PreTrainedModel) -> Mirror | None:
+    """``build(model)`` if it reproduces transformers' logits and caches bit for bit on its probe, else None."""
+    try:
+        exact = build(model)
+        equal = exact.matches_on_probe()
+    except Exception as error:  # noqa: BLE001 - any structural difference means: keep transformers' forward
+        logger.info("exact forward unavailable for %s: %s", type(model).__name__, error)
+        return None
+    if not equal:
+        logger.info("exact forward for %s differs from transformers' on the probe; not used", type(model).__name__)
+        return None
+    return exact
+
+
+def refuse_hooks_and_other_linears(model: PreTrainedModel) -> None:
+    """Raise ValueError where a mirror would not do what the model's decoder does: a module with hooks, a linear
+    layer other than ``nn.Linear`` or seq2spec's ``Int8Linear``, a vocabulary head that is missing or hooked."""
+    from seq2spec.int8 import Int8Linear  # seq2spec.int8 imports the drafts, which import the runner
+
+    for name, module in model.get_decoder().named_modules():
+        if module._forward_hooks or module._forward_pre_hooks:
+            raise ValueError(f"decoder module {name!r} has hooks")
+        if isinstance(module, nn.Linear) and type(module) not in (nn.Linear, Int8Linear):
+            raise ValueError(f"decoder layer {name!r} is a {type(module).__name__}, not a plain nn.Linear")
+    head = model.get_output_embeddings()
+    if head is None or head._forward_hooks or head._forward_pre_hooks:
+        raise ValueError("the vocabulary head is missing or has hooks")
+
+
+def model_state(model: PreTrainedModel) -> tuple:
     """What the check depends on: every parameter's storage, in-place version, dtype and device, the mode and the
     attention implementation."""
     states = tuple(weight_state(parameter) for parameter in model.parameters())
@@ -139,12 +177,7 @@ class ExactT5Forward:
         """Refuse what the mirror does not reproduce: other layer types, hooks, dropout in training mode."""
         from seq2spec.int8 import Int8Linear  # seq2spec.int8 imports the drafts, which import the runner
 
-        decoder = self.model.get_decoder()
-        for name, module in decoder.named_modules():
-            if module._forward_hooks or module._forward_pre_hooks:
-                raise ValueError(f"decoder module {name!r} has hooks")
-            if isinstance(module, nn.Linear) and type(module) not in (nn.Linear, Int8Linear):
-                raise ValueError(f"decoder layer {name!r} is a {type(module).__name__}, not a plain nn.Linear")
+        refuse_hooks_and_other_linears(self.model)
         for block in self.blocks:
             gated = hasattr(block.dense, "wi_0")
             if type(block.dense).__name__ not in ("T5DenseGatedActDense", "T5DenseActDense", "MT5DenseGatedActDense"):
@@ -154,9 +187,6 @@ class ExactT5Forward:
             ):
                 if type(layer) not in (nn.Linear, Int8Linear):
                     raise ValueError("a feed-forward layer is neither nn.Linear nor Int8Linear")
-        head = self.model.get_output_embeddings()
-        if head is None or head._forward_hooks or head._forward_pre_hooks:
-            raise ValueError("the vocabulary head is missing or has hooks")
 
     @classmethod
     def checked(cls, model: PreTrainedModel) -> ExactT5Forward | None:
@@ -164,16 +194,7 @@ class ExactT5Forward:
         else None (the model then keeps its own forward)."""
         if model.config.model_type not in EXACT_FAMILIES or model.training:
             return None
-        try:
-            exact = cls(model)
-            equal = exact.matches_on_probe()
-        except Exception as error:  # noqa: BLE001 - any structural difference means: keep transformers' forward
-            logger.info("exact T5 forward unavailable for %s: %s", type(model).__name__, error)
-            return None
-        if not equal:
-            logger.info("exact T5 forward differs from transformers' on the probe; not used")
-            return None
-        return exact
+        return checked_mirror(cls, model)
 
     # ------------------------------------------------------------------ the forward
 
@@ -263,23 +284,23 @@ class ExactT5Forward:
             attended = F.scaled_dot_product_attention(query, key, value, attn_mask=mask, dropout_p=0.0, scale=1.0)
             attended = attended.reshape(attended.shape[0], -1, query.shape[2], value.shape[-1])
             attended = attended.transpose(1, 2).contiguous()
-        return _linear(out, attended.reshape(*shape, -1).contiguous())
+        return linear_forward(out, attended.reshape(*shape, -1).contiguous())
 
     def _attention(self, block: _Block, normed, cache: EncoderDecoderCache, index: int, masks) -> torch.Tensor:
-        query = self._heads(_linear(block.q, normed))
-        key = self._heads(_linear(block.k, normed))
-        value = self._heads(_linear(block.v, normed))
+        query = self._heads(linear_forward(block.q, normed))
+        key = self._heads(linear_forward(block.k, normed))
+        value = self._heads(linear_forward(block.v, normed))
         key, value = cache.self_attention_cache.update(key, value, index)
         return self._attend(block.self_attention, query, key, value, masks, normed.shape[:-1], block.o)
 
     def _cross_attention(self, block: _Block, normed, cache: EncoderDecoderCache, index: int, encoded, masks):
-        query = self._heads(_linear(block.cross_q, normed))
+        query = self._heads(linear_forward(block.cross_q, normed))
         if cache.is_updated.get(index):
             layer = cache.cross_attention_cache.layers[index]
             key, value = layer.keys, layer.values
         else:
-            key = self._heads(_linear(block.cross_k, encoded))
-            value = self._heads(_linear(block.cross_v, encoded))
+            key = self._heads(linear_forward(block.cross_k, encoded))
+            value = self._heads(linear_forward(block.cross_v, encoded))
             key, value = cache.cross_attention_cache.update(key, value, index)
             cache.is_updated[index] = True
         return self._attend(block.cross_attention, query, key, value, masks, normed.shape[:-1], block.cross_o)
@@ -288,13 +309,13 @@ class ExactT5Forward:
     def _feed_forward(dense: nn.Module, hidden: torch.Tensor) -> torch.Tensor:
         """T5DenseGatedActDense / T5DenseActDense forward (eval mode), operation for operation."""
         if hasattr(dense, "wi_0"):
-            hidden = dense.act(_linear(dense.wi_0, hidden)) * _linear(dense.wi_1, hidden)
+            hidden = dense.act(linear_forward(dense.wi_0, hidden)) * linear_forward(dense.wi_1, hidden)
         else:
-            hidden = dense.act(_linear(dense.wi, hidden))
+            hidden = dense.act(linear_forward(dense.wi, hidden))
         weight = dense.wo.weight
         if isinstance(weight, torch.Tensor) and hidden.dtype != weight.dtype and weight.dtype != torch.int8:
             hidden = hidden.to(weight.dtype)
-        return _linear(dense.wo, hidden)
+        return linear_forward(dense.wo, hidden)
 
     # ------------------------------------------------------------------ the probe
 
@@ -330,12 +351,12 @@ class ExactT5Forward:
                     use_cache=True,
                 ).logits.float()
                 mine = self(step, ours, encoded, source_mask, pad_tensor)
-                if not torch.equal(reference, mine) or not _caches_equal(theirs, ours):
+                if not torch.equal(reference, mine) or not caches_equal(theirs, ours):
                     return False
         return True
 
 
-def _caches_equal(first: EncoderDecoderCache, second: EncoderDecoderCache) -> bool:
+def caches_equal(first: EncoderDecoderCache, second: EncoderDecoderCache) -> bool:
     for part in ("self_attention_cache", "cross_attention_cache"):
         layers = getattr(first, part).layers, getattr(second, part).layers
         if len(layers[0]) != len(layers[1]):
@@ -344,19 +365,3 @@ def _caches_equal(first: EncoderDecoderCache, second: EncoderDecoderCache) -> bo
             if not (torch.equal(one.keys, other.keys) and torch.equal(one.values, other.values)):
                 return False
     return True
-
-
-class ExactForwards:
-    """The big model's exact forward, rebuilt and re-checked whenever the model's weights, device or dtype change."""
-
-    def __init__(self) -> None:
-        self._key: tuple | None = None
-        self._exact: ExactT5Forward | None = None
-
-    def for_model(self, model: PreTrainedModel) -> ExactT5Forward | None:
-        if model.config.model_type not in EXACT_FAMILIES:
-            return None
-        key = (id(model), _model_state(model))
-        if key != self._key:
-            self._key, self._exact = key, ExactT5Forward.checked(model)
-        return self._exact

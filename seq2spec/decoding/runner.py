@@ -10,7 +10,7 @@ from transformers import DynamicCache, EncoderDecoderCache, PreTrainedModel
 from transformers.modeling_outputs import BaseModelOutput
 
 from seq2spec.decoding import cache as cache_ops
-from seq2spec.decoding.exact_t5 import ExactT5Forward
+from seq2spec.decoding.exact import ExactForward
 from seq2spec.decoding.families import Family, row_positions
 from seq2spec.decoding.head import BigModelHead
 from seq2spec.decoding.transfer import to_device
@@ -50,7 +50,7 @@ class DecoderRunner:
         encoder_attention_mask: torch.Tensor | None,
         step: DecoderStep | None = None,
         head: BigModelHead | None = None,
-        exact: ExactT5Forward | None = None,
+        exact: ExactForward | None = None,
     ) -> None:
         self.model = model
         self.step = step

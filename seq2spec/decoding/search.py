@@ -16,7 +16,7 @@ from transformers import GenerationConfig, LogitsProcessorList, PreTrainedModel,
 from transformers.generation.utils import GenerateEncoderDecoderOutput
 
 from seq2spec.decoding.attentions import attentions_as_generate
-from seq2spec.decoding.exact_t5 import ExactForwards
+from seq2spec.decoding.exact import ExactForwards
 from seq2spec.decoding.families import Family
 from seq2spec.decoding.head import BigModelHead
 from seq2spec.decoding.loop import speculative_decode

@@ -64,7 +64,7 @@ class PrefixProcessor:
         self.processors = processors
         self.buffer = buffer
         self.ragged = all(processes_ragged(p) for p in processors)
-        self.capture_steps = capture_steps and capturable(processors)
+        self.capture_steps = capture_steps and self.ragged and capturable(processors)
         self._captured: CapturedStepProcessing | None = None
 
     def __bool__(self) -> bool:

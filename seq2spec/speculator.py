@@ -242,7 +242,7 @@ class Seq2SeqSpeculator:
         self._tokenizer_source = big if isinstance(big, str) else None
         self.last_stats = SpeculationStats()
         self._big_head = BigModelHead()  # the big model's head, sliced where found bit-exact (CPU)
-        self._exact_forwards = ExactForwards()  # a big T5's decoder forward without transformers' per-call work
+        self._exact_forwards = ExactForwards()  # the big model's forward without transformers' per-call work
         self._spellcheck: SpellCheckedSource | None = None  # the copy source of spellcheck_copy, made on first use
 
     # ------------------------------------------------------------------ tokenizer and processor

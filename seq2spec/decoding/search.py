@@ -36,7 +36,8 @@ class SpeculativeSearch:
 
     Statistics of every call add up in ``stats``. ``generator`` drives speculative sampling when the generation
     config samples. ``head`` lets the big model's vocabulary head run sliced where that is bit-exact (``head.py``);
-    ``exact`` runs a big T5's decoder forward through its mirror where a probe found it bit-exact (``exact_t5.py``).
+    ``exact`` runs a big T5's or Whisper's decoder forward through its mirror where a probe found it bit-exact
+    (``exact.py``).
     ``capture_draft_processing``: on a CUDA device, the draft's logits processing replays as a CUDA graph.
     """
 

@@ -48,7 +48,7 @@ class StaticDraftCache:
         device, dtype = lean.embedding.device, lean.embedding.dtype
         shape = (rows, lean.heads, capacity, lean.head_dim)
         cross_shape = (rows, lean.heads, frames, lean.head_dim)
-        self.rows, self.frames, self.capacity = rows, frames, capacity
+        self.rows, self.capacity = rows, capacity
         self.keys = [torch.zeros(shape, device=device, dtype=dtype) for _ in lean.layers]
         self.values = [torch.zeros(shape, device=device, dtype=dtype) for _ in lean.layers]
         self.cross_keys = [torch.zeros(cross_shape, device=device, dtype=dtype) for _ in lean.layers]
@@ -116,7 +116,6 @@ class StaticDraftRunner:
         self.live = list(range(rows))  # buffer row of each live batch row
         self.live_index = torch.arange(rows, device=self.device)
         self.next_slot = [0] * rows  # host copy of the buffers' next_slot
-        self.padding = [0] * rows
         buffers.next_slot.zero_()
         buffers.padding.zero_()
         hidden = encoder_hidden_states.to(self.lean.embedding.dtype)
@@ -135,8 +134,7 @@ class StaticDraftRunner:
         """Before the first forward: row ``r``'s first ``padding[r]`` tokens are padding (a left-padded prompt)."""
         if any(self.next_slot):
             raise RuntimeError("pad_prompt applies before the first forward only")
-        self.padding = list(padding)
-        self.buffers.padding.copy_(to_device(self.padding, self.device))
+        self.buffers.padding.copy_(to_device(padding, self.device))
 
     @torch.no_grad()
     def forward(self, tokens: torch.Tensor) -> torch.Tensor:

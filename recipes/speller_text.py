@@ -27,12 +27,17 @@ import random
 import re
 import subprocess
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 import make_ood_spelling_set as ood
 import speller_data
-from noise import HumanNoise
+from classical_spellers import case_pattern
+from noise import HumanNoise, split_token
+
+from seq2spec.capitals import fold_capitals
+from seq2spec.classical import shared_symspell_corrector
 
 APT_LISTS = Path("/var/lib/apt/lists")
 MAN_DIR = Path("/usr/share/man")
@@ -304,3 +309,49 @@ class MixedNoise:
             if corrupted is not None:
                 return " ".join(corrupted)
         return None
+
+
+def fold_pair(noisy: str, clean: str, correct_word: Callable[[str], str | None] | None = None) -> tuple[str, str]:
+    """A training pair as ``correct`` presents it to a speller with ``fold_capitals``: the source's capitalised
+    near-dictionary words in lower case (``seq2spec.capitals.fold_capitals``), and the same words of the target in
+    lower case too, since ``correct`` gives the model's word its capital back. Pairs whose words do not line up one
+    for one (a split or merged word), or whose target word at a folded place is not plain title or lower case, stay
+    as written."""
+    folded = fold_capitals([noisy], correct_word)[0]
+    if not folded.folded:
+        return noisy, clean
+    words = clean.split(" ")
+    if len(words) != len(noisy.split(" ")) or len(words) != len(clean.split()):  # split/merged words, odd spacing
+        return noisy, clean
+    targets = []
+    for index, word in enumerate(words):
+        if index in folded.folded:
+            parts = split_token(word)
+            if parts is None or case_pattern(parts[1]) not in ("title", "lower"):
+                return noisy, clean
+            word = word.lower()
+        targets.append(word)
+    return folded.text, " ".join(targets)
+
+
+@dataclass
+class FoldedNoise:
+    """``noise``'s pairs passed through ``fold_pair``: the training text as ``correct`` folds it. ``pair`` gives
+    (source, target); a plain noise gives (its corruption, the sentence)."""
+
+    noise: Callable[[str, random.Random], str]
+    correct_word: Callable[[str], str | None] | None = None
+
+    def __post_init__(self) -> None:
+        if self.correct_word is None:
+            self.correct_word = shared_symspell_corrector()
+
+    def pair(self, sentence: str, rng: random.Random) -> tuple[str, str]:
+        return fold_pair(self.noise(sentence, rng), sentence, self.correct_word)
+
+
+def training_pair(noise, sentence: str, rng: random.Random) -> tuple[str, str]:
+    """(source, target) for one training sentence: ``noise.pair`` where the noise rewrites the target too
+    (``FoldedNoise``), else (``noise(sentence)``, the sentence)."""
+    pair = getattr(noise, "pair", None)
+    return pair(sentence, rng) if pair is not None else (noise(sentence, rng), sentence)

@@ -41,6 +41,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import speller_data  # noqa: E402
 import speller_text  # noqa: E402
 
+from seq2spec.capitals import fold_capitals  # noqa: E402
+
 VOCAB_SIZE = 2048
 # The big model: 4+4 layers, d_model 384 (12 heads of 32), gated-GELU feed-forward of 1024 units: 17.3M parameters.
 # Wide T5s trained from scratch here sit for thousands of steps on the "bag of source words" plateau (loss ~2.5-4)
@@ -204,22 +206,31 @@ def training_text(args) -> TrainingText:
     return TrainingText(training, glosses, args.gloss_share, text, text_share)
 
 
+def folds_capitals(args) -> bool:
+    """``--fold-capitals``: training pairs, validation and evaluation go through ``fold_capitals`` as ``correct``'s."""
+    return getattr(args, "fold_capitals", False)
+
+
 def training_noise(args, typos: dict[str, list[str]]):
     """The corruption of the training batches: the recipe's ``Corruptor``, or with ``--human-noise-share`` above 0
-    ``speller_text.MixedNoise`` (that share of the corrupted sentences with ``noise.HumanNoise``)."""
+    ``speller_text.MixedNoise`` (that share of the corrupted sentences with ``noise.HumanNoise``); with
+    ``--fold-capitals`` its pairs folded as ``correct`` folds them (``speller_text.FoldedNoise``)."""
     human = getattr(args, "human_noise_share", 0.0)
     if human <= 0:
-        return speller_data.Corruptor(typos, clean_share=args.clean_share)
-    capitalised = getattr(args, "capitalised_typo_weight", 1.0)
-    return speller_text.MixedNoise(typos, args.clean_share, human, args.initial_typo_share, capitalised)
+        noise = speller_data.Corruptor(typos, clean_share=args.clean_share)
+    else:
+        capitalised = getattr(args, "capitalised_typo_weight", 1.0)
+        noise = speller_text.MixedNoise(typos, args.clean_share, human, args.initial_typo_share, capitalised)
+    return speller_text.FoldedNoise(noise) if folds_capitals(args) else noise
 
 
 def make_batch(tokenizer, training: TrainingText | list[str], corruptor, seed: int, step: int, batch_size: int):
     """A batch of sentences of similar length (``training`` is sorted by length), corrupted afresh."""
     rng = random.Random(seed * 1_000_003 + step)
     text = training if isinstance(training, TrainingText) else TrainingText(training)
-    clean = text.pick(rng, batch_size)
-    noisy = [corruptor(sentence, rng) for sentence in clean]
+    pairs = [speller_text.training_pair(corruptor, sentence, rng) for sentence in text.pick(rng, batch_size)]
+    noisy = [source for source, _ in pairs]
+    clean = [target for _, target in pairs]
     source = tokenizer(noisy, padding=True, return_tensors="pt")
     labels = tokenizer(clean, padding=True, return_tensors="pt")["input_ids"]
     labels[labels == tokenizer.pad_token_id] = -100
@@ -310,7 +321,15 @@ def learning_rate(step: int, total: int, peak: float, warmup: int) -> float:
 
 
 @torch.inference_mode()
-def correct_texts(model, tokenizer, texts: list[str], batch_size: int = 64, max_new_tokens: int = 128) -> list[str]:
+def correct_texts(
+    model, tokenizer, texts: list[str], batch_size: int = 64, max_new_tokens: int = 128, fold: bool = False
+) -> list[str]:
+    """``model``'s greedy corrections of ``texts``; with ``fold`` given as ``correct`` gives them with
+    ``fold_capitals`` (capitalised near-dictionary words in lower case, their capitals restored in the output)."""
+    if fold:
+        folded = fold_capitals(texts)
+        outputs = correct_texts(model, tokenizer, [f.text for f in folded], batch_size, max_new_tokens)
+        return [f.restore(output) for f, output in zip(folded, outputs, strict=True)]
     model.eval()
     outputs = []
     order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
@@ -350,13 +369,13 @@ def word_outcomes(noisy: list[str], references: list[str], outputs: list[str]) -
     return counts
 
 
-def correction_scores(model, tokenizer, pairs, clean, max_new_tokens: int = 128) -> dict:
+def correction_scores(model, tokenizer, pairs, clean, max_new_tokens: int = 128, fold: bool = False) -> dict:
     """CER of the (corrupted, clean) ``pairs`` before and after ``model``'s correction, and the share of the
-    ``clean`` sentences it returns unchanged."""
+    ``clean`` sentences it returns unchanged (``fold``: through ``fold_capitals``, as ``correct`` runs it)."""
     noisy = [source for source, _ in pairs]
     references = [reference for _, reference in pairs]
-    hypotheses = correct_texts(model, tokenizer, noisy, max_new_tokens=max_new_tokens)
-    unchanged = correct_texts(model, tokenizer, clean, max_new_tokens=max_new_tokens)
+    hypotheses = correct_texts(model, tokenizer, noisy, max_new_tokens=max_new_tokens, fold=fold)
+    unchanged = correct_texts(model, tokenizer, clean, max_new_tokens=max_new_tokens, fold=fold)
     return {
         "cer_input": cer(references, noisy),
         "cer_output": cer(references, hypotheses),
@@ -364,9 +383,9 @@ def correction_scores(model, tokenizer, pairs, clean, max_new_tokens: int = 128)
     }
 
 
-def quick_eval(model, tokenizer, pairs, clean) -> dict:
+def quick_eval(model, tokenizer, pairs, clean, fold: bool = False) -> dict:
     # 48 new tokens cover the quick-evaluation sentences and keep an untrained model's babbling cheap
-    scores = correction_scores(model, tokenizer, pairs, clean, max_new_tokens=48)
+    scores = correction_scores(model, tokenizer, pairs, clean, max_new_tokens=48, fold=fold)
     model.train()
     return scores
 
@@ -468,7 +487,7 @@ def train_loop(args, name: str, model, steps: int, peak_lr: float, loss_fn, toke
         }
         out_of_time = args.time_budget_minutes and time.time() - started > 60 * args.time_budget_minutes
         if step % args.eval_every == 0 or step == steps or out_of_time:
-            record.update(quick_eval(model, tokenizer, pairs, clean))
+            record.update(quick_eval(model, tokenizer, pairs, clean, fold=folds_capitals(args)))
             progress.write(json.dumps(record))
         if step % args.save_every == 0 or step == steps or out_of_time:
             save_checkpoint(checkpoint, model, optimizer, step, elapsed)
@@ -505,6 +524,8 @@ def record_run(args, name: str, first: int, last: int, planned: int, peak_lr: fl
         run.update(human_noise_share=args.human_noise_share, initial_typo_share=args.initial_typo_share)
         if args.capitalised_typo_weight != 1.0:
             run.update(capitalised_typo_weight=args.capitalised_typo_weight)
+    if folds_capitals(args):
+        run.update(fold_capitals=True)
     if name == "big":
         run.update(dropout=args.dropout, init_from=str(args.init_from) if args.init_from else None)
     if name == "small":
@@ -761,10 +782,10 @@ def stage_eval(args) -> dict:
     noisy = [n for n, _ in pairs]
     references = [r for _, r in pairs]
     started = time.time()
-    corrected = correct_texts(big, tokenizer, noisy)
+    corrected = correct_texts(big, tokenizer, noisy, fold=folds_capitals(args))
     big_seconds = time.time() - started
-    unchanged = correct_texts(big, tokenizer, clean)
-    small_corrected = correct_texts(small, tokenizer, noisy)
+    unchanged = correct_texts(big, tokenizer, clean, fold=folds_capitals(args))
+    small_corrected = correct_texts(small, tokenizer, noisy, fold=folds_capitals(args))
     params = lambda m: sum(p.numel() for p in m.parameters())  # noqa: E731
     metrics = {
         "held_out_sentences": len(held_out),
@@ -820,7 +841,7 @@ def stage_validate(args) -> dict:
     _, held_out = split_corpus(args.work_dir)
     typos = load_typos(args.work_dir)
     pairs, clean = validation_sets(held_out, typos, args.seed + 7, args.eval_size, args.validation_size)
-    scores = correction_scores(big, tokenizer, pairs, clean)
+    scores = correction_scores(big, tokenizer, pairs, clean, fold=folds_capitals(args))
     result = {
         "big_step": step,
         "sentences": [len(pairs), len(clean)],
@@ -830,7 +851,7 @@ def stage_validate(args) -> dict:
     }
     if (args.work_dir / TEXT_FILE).exists():  # the broader text's held-out sentences, with human-like noise
         pairs, clean = text_validation_sets(args.work_dir, typos, args.seed + 7, min(args.validation_size, 400))
-        scores = correction_scores(big, tokenizer, pairs, clean)
+        scores = correction_scores(big, tokenizer, pairs, clean, fold=folds_capitals(args))
         result.update(
             text_sentences=[len(pairs), len(clean)],
             text_cer_input=scores["cer_input"],
@@ -920,7 +941,9 @@ corrector. It exists so that seq2spec works out of the box and so that speed can
 
 It trained on sentences of 20 to 140 characters and repeats or drops text when given a longer one, so
 `Seq2SeqSpeculator.correct` and `seq2spec correct` hand it longer texts one sentence at a time
-(`split_longer_than`, 140 by default for this model).
+(`split_longer_than`, 140 by default for this model). It copies capitalised words it does not know far more
+often than it corrects them, so `correct` gives it such a word in lower case when a dictionary word is close and
+capitalises its word in that place (`fold_capitals`, on by default for this model).
 """
 
 
@@ -983,9 +1006,14 @@ def gloss_column(run: dict) -> str:
 
 
 def clean_column(run: dict) -> str:
-    """A run's share of sentences left clean, and the share of the others given human-like noise."""
+    """A run's share of sentences left clean, the share of the others given human-like noise (and how much likelier
+    a capitalised word took a typo), and whether its pairs were folded as ``correct`` folds them."""
     human = run.get("human_noise_share", 0.0)
-    return f"{run.get('clean_share', 0.3):.0%}" + (f" (human-like noise: {human:.0%} of the rest)" if human else "")
+    weight = run.get("capitalised_typo_weight", 1.0)
+    notes = [f"human-like noise: {human:.0%} of the rest"] if human else []
+    notes += [f"capitalised words {weight:g}x as likely to take a typo"] if human and weight != 1.0 else []
+    notes += ["capitals folded as `correct` folds them"] if run.get("fold_capitals") else []
+    return f"{run.get('clean_share', 0.3):.0%}" + (f" ({'; '.join(notes)})" if notes else "")
 
 
 def text_data(work_dir: Path) -> str:
@@ -1245,6 +1273,11 @@ def main() -> None:
     parser.add_argument(
         "--capitalised-typo-weight", type=float, default=1.0,
         help="human-like noise: how much likelier a capitalised word is picked for a typo than a lower-case one",
+    )  # fmt: skip
+    parser.add_argument(
+        "--fold-capitals", action="store_true",
+        help="train on pairs as correct folds them (capitalised near-dictionary words in lower case, source and "
+        "target), and validate and evaluate through the same folding, as correct runs the model",
     )  # fmt: skip
     parser.add_argument(
         "--distill-weight", type=float, default=0.5, help="small model: weight of the KL term (rest: cross-entropy)"

@@ -325,3 +325,54 @@ def test_average_weights_refuses_models_of_other_shapes():
     seed = train_speller.new_model(SEED, 1).state_dict()
     with pytest.raises(ValueError, match="shape"):
         train_speller.average_weights(big, seed, 0.5)
+
+
+def dictionary_of(*words: str):
+    """A word corrector as ``fold_capitals`` reads one: a word one letter off a known word gets that word."""
+    import difflib
+
+    def correct(word: str) -> str | None:
+        if word in words:
+            return word
+        close = difflib.get_close_matches(word, words, n=1, cutoff=0.8)
+        return close[0] if close else None
+
+    return correct
+
+
+def test_fold_pair_lowers_a_folded_word_in_source_and_target_alike():
+    fold_pair = train_speller.speller_text.fold_pair
+    correct = dictionary_of("however", "debian", "system", "fine")
+    assert fold_pair("Hoever, the Debia system is fine.", "However, the Debian system is fine.", correct) == (
+        "hoever, the debia system is fine.",
+        "however, the debian system is fine.",
+    )
+    # a dictionary word keeps its capital; so does every word of a pair whose words do not line up one for one
+    assert fold_pair("Debian systm is fine.", "Debian system is fine.", correct) == (
+        "Debian systm is fine.",
+        "Debian system is fine.",
+    )
+    assert fold_pair("Hoever, itis fine.", "However, it is fine.", correct) == (
+        "Hoever, itis fine.",
+        "However, it is fine.",
+    )
+    # a target word in mixed case would not come back as written after the capital is restored: left alone
+    assert fold_pair("Debia runs.", "DebIan runs.", correct) == ("Debia runs.", "DebIan runs.")
+
+
+def test_folded_noise_batches_train_on_the_folded_pairs():
+    from transformers import ByT5Tokenizer
+
+    sentences = ["Sentence one is here.", "Sentence two is there."]
+    noise = train_speller.speller_text.FoldedNoise(
+        lambda sentence, rng: sentence.replace("Sentence", "Sentense"), dictionary_of("sentence", "here", "there")
+    )
+    tokenizer = ByT5Tokenizer()
+    source, _, labels = train_speller.make_batch(tokenizer, sentences, noise, seed=0, step=0, batch_size=2)
+    labels[labels == -100] = tokenizer.pad_token_id
+    sources = sorted(tokenizer.batch_decode(source, skip_special_tokens=True))
+    targets = sorted(tokenizer.batch_decode(labels, skip_special_tokens=True))
+    assert sources == ["sentense one is here.", "sentense two is there."]
+    assert targets == ["sentence one is here.", "sentence two is there."]
+    plain = train_speller.make_batch(tokenizer, sentences, noise.noise, seed=0, step=0, batch_size=2)
+    assert sorted(tokenizer.batch_decode(plain[0], skip_special_tokens=True))[0].startswith("Sentense")

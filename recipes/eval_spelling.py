@@ -36,9 +36,9 @@ from metrics import correction_counts, error_counts, typo_counts
 from tqdm import tqdm
 
 from seq2spec import Seq2SeqSpeculator
-from seq2spec.capitals import fold_capitals
 from seq2spec.memory import retain_freed_memory
 from seq2spec.text_pieces import PiecedTexts
+from seq2spec.text_steps import TextSteps
 
 DEFAULT_DATA = Path(__file__).resolve().parent / "data" / "spelling_heldout.tsv"
 
@@ -70,15 +70,15 @@ def decode_greedy(
     batch_size: int,
     prefix: str | None,
     split_longer_than: int | None,
-    fold: bool = False,
+    steps: TextSteps | None = None,
 ) -> list[str]:
     """Plain ``big.generate(do_sample=False)`` over the same length-sorted batches ``correct`` uses; a text longer
-    than ``split_longer_than`` characters piece by piece, as ``correct`` cuts it; with ``fold`` the capitalised
-    words ``correct`` folds given in lower case and their capitals restored, as ``correct`` does."""
-    if fold:
-        folded = fold_capitals(texts)
-        outputs = decode_greedy(speculator, [f.text for f in folded], batch_size, prefix, split_longer_than)
-        return [f.restore(output) for f, output in zip(folded, outputs, strict=True)]
+    than ``split_longer_than`` characters piece by piece, as ``correct`` cuts it; through ``steps`` (capitals
+    folded, dictionary words kept) as ``correct`` runs them."""
+    if steps is not None:
+        return steps.run(
+            texts, lambda written: decode_greedy(speculator, written, batch_size, prefix, split_longer_than)
+        )
     if split_longer_than is not None and any(len(text) > split_longer_than for text in texts):
         pieced = PiecedTexts.of(texts, split_longer_than)
         return pieced.join(decode_greedy(speculator, pieced.pieces, batch_size, prefix, None))
@@ -156,7 +156,9 @@ def markdown(report: dict) -> str:
     g, s = report["greedy"], report["speculative"]
     lines = [
         f"{report['pairs']} pairs from `{report['data']}`; model `{report['model']}`, draft `{report['draft']}`, "
-        f"batch size {report['batch_size']}" + ("; capitalised words folded" if report.get("fold_capitals") else ""),
+        f"batch size {report['batch_size']}"
+        + ("; capitalised words folded" if report.get("fold_capitals") else "")
+        + ("; dictionary words kept" if report.get("keep_dictionary_words") else ""),
         "",
         "| | source (uncorrected) | greedy | seq2spec |",
         "|---|---:|---:|---:|",
@@ -231,6 +233,12 @@ def main(argv: list[str] | None = None) -> int:
         "(default: the model's own default, on for the shipped speller)",
     )
     parser.add_argument(
+        "--keep-dictionary-words",
+        action=argparse.BooleanOptionalAction,
+        help="as correct does: a dictionary word the model made into a non-word kept as written (default: the "
+        "model's own default, on for the shipped speller)",
+    )
+    parser.add_argument(
         "--peers",
         default=",".join(PEERS),
         help="classical spell checkers scored beside the model, comma-separated, or 'none' (default: %(default)s)",
@@ -253,12 +261,20 @@ def main(argv: list[str] | None = None) -> int:
         speculator = Seq2SeqSpeculator(args.model, draft)
     split = speculator.split_longer_than if args.split_longer_than is None else (args.split_longer_than or None)
     fold = speculator.fold_capitals if args.fold_capitals is None else args.fold_capitals
-    options = dict(batch_size=args.batch_size, prefix=args.prefix, split_longer_than=split, fold_capitals=fold)
+    keep = speculator.keep_dictionary_words if args.keep_dictionary_words is None else args.keep_dictionary_words
+    steps = TextSteps(fold_capitals=fold, keep_dictionary_words=keep)
+    options = dict(
+        batch_size=args.batch_size,
+        prefix=args.prefix,
+        split_longer_than=split,
+        fold_capitals=fold,
+        keep_dictionary_words=keep,
+    )
     speculator.correct(sources[:4], **options)  # warm-up
 
     print(f"greedy decoding of {len(sources)} sources ...", file=sys.stderr)
     started = time.perf_counter()
-    greedy = decode_greedy(speculator, sources, args.batch_size, args.prefix, split, fold)
+    greedy = decode_greedy(speculator, sources, args.batch_size, args.prefix, split, steps)
     greedy_seconds = time.perf_counter() - started
     print("seq2spec decoding ...", file=sys.stderr)
     started = time.perf_counter()
@@ -275,6 +291,7 @@ def main(argv: list[str] | None = None) -> int:
         "draft": args.draft or ("shipped draft" if args.model is None else "none"),
         "batch_size": args.batch_size,
         "fold_capitals": fold,
+        "keep_dictionary_words": keep,
         "source": {
             "cer": error_counts(references, sources, "char").rate,
             "wer": error_counts(references, sources).rate,

@@ -41,7 +41,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import speller_data  # noqa: E402
 import speller_text  # noqa: E402
 
-from seq2spec.capitals import fold_capitals  # noqa: E402
+from seq2spec.text_steps import TextSteps  # noqa: E402
 
 VOCAB_SIZE = 2048
 # The big model: 4+4 layers, d_model 384 (12 heads of 32), gated-GELU feed-forward of 1024 units: 17.3M parameters.
@@ -211,6 +211,14 @@ def folds_capitals(args) -> bool:
     return getattr(args, "fold_capitals", False)
 
 
+def correct_steps(args) -> TextSteps:
+    """The steps around the model that validation and evaluation take, as ``correct`` takes them: ``--fold-capitals``
+    and ``--keep-dictionary-words``."""
+    return TextSteps(
+        fold_capitals=folds_capitals(args), keep_dictionary_words=getattr(args, "keep_dictionary_words", False)
+    )
+
+
 def training_noise(args, typos: dict[str, list[str]]):
     """The corruption of the training batches: the recipe's ``Corruptor``, or with ``--human-noise-share`` above 0
     ``speller_text.MixedNoise`` (that share of the corrupted sentences with ``noise.HumanNoise``); with
@@ -322,14 +330,12 @@ def learning_rate(step: int, total: int, peak: float, warmup: int) -> float:
 
 @torch.inference_mode()
 def correct_texts(
-    model, tokenizer, texts: list[str], batch_size: int = 64, max_new_tokens: int = 128, fold: bool = False
+    model, tokenizer, texts: list[str], batch_size: int = 64, max_new_tokens: int = 128, steps: TextSteps | None = None
 ) -> list[str]:
-    """``model``'s greedy corrections of ``texts``; with ``fold`` given as ``correct`` gives them with
-    ``fold_capitals`` (capitalised near-dictionary words in lower case, their capitals restored in the output)."""
-    if fold:
-        folded = fold_capitals(texts)
-        outputs = correct_texts(model, tokenizer, [f.text for f in folded], batch_size, max_new_tokens)
-        return [f.restore(output) for f, output in zip(folded, outputs, strict=True)]
+    """``model``'s greedy corrections of ``texts``; with ``steps`` (capitals folded, dictionary words kept) as
+    ``correct`` runs the model."""
+    if steps is not None:
+        return steps.run(texts, lambda written: correct_texts(model, tokenizer, written, batch_size, max_new_tokens))
     model.eval()
     outputs = []
     order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
@@ -369,13 +375,15 @@ def word_outcomes(noisy: list[str], references: list[str], outputs: list[str]) -
     return counts
 
 
-def correction_scores(model, tokenizer, pairs, clean, max_new_tokens: int = 128, fold: bool = False) -> dict:
+def correction_scores(
+    model, tokenizer, pairs, clean, max_new_tokens: int = 128, steps: TextSteps | None = None
+) -> dict:
     """CER of the (corrupted, clean) ``pairs`` before and after ``model``'s correction, and the share of the
-    ``clean`` sentences it returns unchanged (``fold``: through ``fold_capitals``, as ``correct`` runs it)."""
+    ``clean`` sentences it returns unchanged (``steps``: the steps ``correct`` takes around the model)."""
     noisy = [source for source, _ in pairs]
     references = [reference for _, reference in pairs]
-    hypotheses = correct_texts(model, tokenizer, noisy, max_new_tokens=max_new_tokens, fold=fold)
-    unchanged = correct_texts(model, tokenizer, clean, max_new_tokens=max_new_tokens, fold=fold)
+    hypotheses = correct_texts(model, tokenizer, noisy, max_new_tokens=max_new_tokens, steps=steps)
+    unchanged = correct_texts(model, tokenizer, clean, max_new_tokens=max_new_tokens, steps=steps)
     return {
         "cer_input": cer(references, noisy),
         "cer_output": cer(references, hypotheses),
@@ -383,9 +391,9 @@ def correction_scores(model, tokenizer, pairs, clean, max_new_tokens: int = 128,
     }
 
 
-def quick_eval(model, tokenizer, pairs, clean, fold: bool = False) -> dict:
+def quick_eval(model, tokenizer, pairs, clean, steps: TextSteps | None = None) -> dict:
     # 48 new tokens cover the quick-evaluation sentences and keep an untrained model's babbling cheap
-    scores = correction_scores(model, tokenizer, pairs, clean, max_new_tokens=48, fold=fold)
+    scores = correction_scores(model, tokenizer, pairs, clean, max_new_tokens=48, steps=steps)
     model.train()
     return scores
 
@@ -487,7 +495,7 @@ def train_loop(args, name: str, model, steps: int, peak_lr: float, loss_fn, toke
         }
         out_of_time = args.time_budget_minutes and time.time() - started > 60 * args.time_budget_minutes
         if step % args.eval_every == 0 or step == steps or out_of_time:
-            record.update(quick_eval(model, tokenizer, pairs, clean, fold=folds_capitals(args)))
+            record.update(quick_eval(model, tokenizer, pairs, clean, steps=correct_steps(args)))
             progress.write(json.dumps(record))
         if step % args.save_every == 0 or step == steps or out_of_time:
             save_checkpoint(checkpoint, model, optimizer, step, elapsed)
@@ -782,10 +790,10 @@ def stage_eval(args) -> dict:
     noisy = [n for n, _ in pairs]
     references = [r for _, r in pairs]
     started = time.time()
-    corrected = correct_texts(big, tokenizer, noisy, fold=folds_capitals(args))
+    corrected = correct_texts(big, tokenizer, noisy, steps=correct_steps(args))
     big_seconds = time.time() - started
-    unchanged = correct_texts(big, tokenizer, clean, fold=folds_capitals(args))
-    small_corrected = correct_texts(small, tokenizer, noisy, fold=folds_capitals(args))
+    unchanged = correct_texts(big, tokenizer, clean, steps=correct_steps(args))
+    small_corrected = correct_texts(small, tokenizer, noisy, steps=correct_steps(args))
     params = lambda m: sum(p.numel() for p in m.parameters())  # noqa: E731
     metrics = {
         "held_out_sentences": len(held_out),
@@ -801,6 +809,8 @@ def stage_eval(args) -> dict:
         "small_parameters": params(small),
         "decoder_cost_ratio": decoder_macs_per_token(small.config) / decoder_macs_per_token(big.config),
         "big_correct_seconds": big_seconds,
+        "fold_capitals": correct_steps(args).fold_capitals,
+        "keep_dictionary_words": correct_steps(args).keep_dictionary_words,
         "examples": [
             {"input": n, "output": c, "reference": r} for (n, r), c in list(zip(pairs, corrected, strict=True))[:12]
         ],
@@ -841,17 +851,19 @@ def stage_validate(args) -> dict:
     _, held_out = split_corpus(args.work_dir)
     typos = load_typos(args.work_dir)
     pairs, clean = validation_sets(held_out, typos, args.seed + 7, args.eval_size, args.validation_size)
-    scores = correction_scores(big, tokenizer, pairs, clean, fold=folds_capitals(args))
+    scores = correction_scores(big, tokenizer, pairs, clean, steps=correct_steps(args))
     result = {
         "big_step": step,
         "sentences": [len(pairs), len(clean)],
         "cer_input": scores["cer_input"],
         "cer_big": scores["cer_output"],
         "clean_unchanged_big": scores["clean_unchanged"],
+        "fold_capitals": correct_steps(args).fold_capitals,
+        "keep_dictionary_words": correct_steps(args).keep_dictionary_words,
     }
     if (args.work_dir / TEXT_FILE).exists():  # the broader text's held-out sentences, with human-like noise
         pairs, clean = text_validation_sets(args.work_dir, typos, args.seed + 7, min(args.validation_size, 400))
-        scores = correction_scores(big, tokenizer, pairs, clean, fold=folds_capitals(args))
+        scores = correction_scores(big, tokenizer, pairs, clean, steps=correct_steps(args))
         result.update(
             text_sentences=[len(pairs), len(clean)],
             text_cer_input=scores["cer_input"],
@@ -924,7 +936,7 @@ The logs of loss and quick held-out CER are `seed_log.jsonl`, `big_log.jsonl` an
 runs `*_runs.jsonl`, in the work directory; `training_runs.jsonl` next to this card keeps the runs, and a work
 directory whose first run starts from these weights (`--init-from`) takes them over.
 
-## Held-out figures ({eval_corrupted} corrupted and {eval_clean} clean held-out sentences)
+## Held-out figures ({eval_corrupted} corrupted and {eval_clean} clean held-out sentences{decoded_as})
 | | value |
 |---|---:|
 | CER of the uncorrected input | {cer_input:.4f} |
@@ -943,7 +955,9 @@ It trained on sentences of 20 to 140 characters and repeats or drops text when g
 `Seq2SeqSpeculator.correct` and `seq2spec correct` hand it longer texts one sentence at a time
 (`split_longer_than`, 140 by default for this model). It copies capitalised words it does not know far more
 often than it corrects them, so `correct` gives it such a word in lower case when a dictionary word is close and
-capitalises its word in that place (`fold_capitals`, on by default for this model).
+capitalises its word in that place (`fold_capitals`, on by default for this model). It now and then garbles a
+correct word it copies ("Staff" -> "Satuff"), so `correct` gives back a dictionary word that the model made into a
+word no dictionary knows (`keep_dictionary_words`, on by default for this model).
 """
 
 
@@ -1065,10 +1079,21 @@ def repository_path(path: str) -> str:
         return path
 
 
+def system_name(report: dict, alone: bool) -> str:
+    """The model's row name in the card's comparison: which of ``correct``'s steps around the model the report
+    took (``fold_capitals``, ``keep_dictionary_words``; both are ``correct``'s default for this model)."""
+    fold, keep = report.get("fold_capitals", False), report.get("keep_dictionary_words", False)
+    if fold and keep:
+        return "this model (seq2spec, `correct`'s default: capitals folded, dictionary words kept)"
+    if fold or keep:
+        return f"this model (seq2spec, {'capitals folded' if fold else 'dictionary words kept'} only)"
+    return "this model (seq2spec)" if alone else "this model (seq2spec, its output as it is)"
+
+
 def evaluation_tables(reports: list[Path]) -> str:
     """The model card's comparison with the classical spell checkers: one table per data set of the
     ``recipes/eval_spelling.py`` reports (their ``--out`` JSON), the speculative output's figures (one row per report
-    on that set: with and without ``--fold-capitals``) beside each peer's."""
+    on that set: with and without ``correct``'s steps around the model) beside each peer's."""
     by_data: dict[str, list[dict]] = {}
     for path in reports:
         report = json.loads(path.read_text(encoding="utf-8"))
@@ -1079,13 +1104,8 @@ def evaluation_tables(reports: list[Path]) -> str:
         counts = first["speculative"]["typos"]
         rows = [f"| noisy input | {first['source']['cer']:.4f} | | | | |"]
         systems = {}
-        some_folded = any(report.get("fold_capitals", False) for report in group)
         for report in group:
-            if report.get("fold_capitals", False):
-                name = "this model (seq2spec, capitals folded: `correct`'s default)"
-            else:
-                name = "this model (seq2spec, capitals as written)" if some_folded else "this model (seq2spec)"
-            systems[name] = report["speculative"]
+            systems[system_name(report, alone=len(group) == 1)] = report["speculative"]
         for report in group:
             systems.update(report.get("peers", {}))
         for name, result in systems.items():
@@ -1111,6 +1131,13 @@ def evaluation_tables(reports: list[Path]) -> str:
         "The in-domain set is held-out corpus sentences; the out-of-domain set is Debian documentation with human-like "
         "typos, from sources kept out of training.\n\n" + "\n".join(sections)
     )
+
+
+def decoded_as(metrics: dict) -> str:
+    """How ``--stage eval`` ran the models, for the card's held-out heading: which of ``correct``'s steps it took."""
+    names = {"fold_capitals": "capitals folded", "keep_dictionary_words": "dictionary words kept"}
+    steps = [name for key, name in names.items() if metrics.get(key)]
+    return f"; {' and '.join(steps)}, as `correct` runs the model" if steps else ""
 
 
 def write_model_card(args, metrics: dict, configs: dict, vocab: int) -> None:
@@ -1144,6 +1171,7 @@ def write_model_card(args, metrics: dict, configs: dict, vocab: int) -> None:
         word_table=word_table(metrics.get("words_big")),
         text_data=text_data(args.work_dir),
         evaluations=evaluation_tables(args.card_evaluations),
+        decoded_as=decoded_as(metrics),
         **{
             key: metrics[key]
             for key in (
@@ -1278,6 +1306,11 @@ def main() -> None:
         "--fold-capitals", action="store_true",
         help="train on pairs as correct folds them (capitalised near-dictionary words in lower case, source and "
         "target), and validate and evaluate through the same folding, as correct runs the model",
+    )  # fmt: skip
+    parser.add_argument(
+        "--keep-dictionary-words", action="store_true",
+        help="validate and evaluate as correct runs the shipped speller: a dictionary word the model made into a "
+        "non-word kept as written (training pairs are unchanged)",
     )  # fmt: skip
     parser.add_argument(
         "--distill-weight", type=float, default=0.5, help="small model: weight of the KL term (rest: cross-entropy)"

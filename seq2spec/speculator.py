@@ -10,7 +10,6 @@ from typing import TYPE_CHECKING, Any
 import torch
 from transformers import GenerationConfig, PreTrainedModel, PreTrainedTokenizerBase
 
-from seq2spec.capitals import fold_capitals as fold_capitals_of
 from seq2spec.classical import SpellCheckedSource
 from seq2spec.decoding.exact import ExactForwards
 from seq2spec.decoding.families import Family, family_of
@@ -29,6 +28,7 @@ from seq2spec.pairing import (
     locate_pretrained,
 )
 from seq2spec.text_pieces import PiecedTexts
+from seq2spec.text_steps import TextSteps
 
 if TYPE_CHECKING:
     from seq2spec.whisper.transcription import WhisperDecoding
@@ -178,8 +178,10 @@ class Seq2SeqSpeculator:
         self.returns_unchanged: Callable[[str], bool] | None = None
         # correct() decodes longer texts in sentence pieces (the shipped speller trained on sentences)
         self.split_longer_than: int | None = None
-        # correct() gives capitalised near-dictionary words to the model in lower case (the shipped speller)
+        # correct() gives capitalised near-dictionary words to the model in lower case, and puts back dictionary
+        # words the model made into non-words (the shipped speller)
         self.fold_capitals = False
+        self.keep_dictionary_words = False
         int8 = is_int8_dtype(dtype)
         if int8 and not (big is None or isinstance(big, str)):
             raise ValueError(
@@ -193,6 +195,7 @@ class Seq2SeqSpeculator:
             self.returns_unchanged = not_for_the_speller
             self.split_longer_than = SPELLER_SENTENCE_CHARS
             self.fold_capitals = True
+            self.keep_dictionary_words = True
             tokenizer = shipped_tokenizer if tokenizer is None else tokenizer
         elif small is SHIPPED:
             small = None
@@ -425,6 +428,7 @@ class Seq2SeqSpeculator:
         progress: bool = False,
         split_longer_than: int | None | _ModelDefault = MODEL_DEFAULT,
         fold_capitals: bool | _ModelDefault = MODEL_DEFAULT,
+        keep_dictionary_words: bool | _ModelDefault = MODEL_DEFAULT,
         **generation_kwargs: Any,
     ) -> list[str]:
         """Decode each text with the big model's greedy output, in the caller's order.
@@ -444,6 +448,10 @@ class Seq2SeqSpeculator:
         that is ("Evory") goes to the model in lower case, and the model's word in its place gets the capital back
         (``seq2spec.capitals``); the model's output is its greedy output for the text so written. By default on for
         the shipped speller, which fixes typos in capitalised words far less often otherwise; off for other models.
+
+        ``keep_dictionary_words``: where the model replaced a dictionary word of the text with a word the dictionary
+        does not know ("Staff" -> "Satuff"), the word comes back as the text wrote it (``seq2spec.dictionary_words``);
+        every other change is the model's. By default on for the shipped speller, off for other models.
         """
         texts = _check_texts(texts)
         if not isinstance(batch_size, int) or isinstance(batch_size, bool) or batch_size < 1:
@@ -454,20 +462,21 @@ class Seq2SeqSpeculator:
         limit = self.split_longer_than if isinstance(split_longer_than, _ModelDefault) else split_longer_than
         if limit is not None and (not isinstance(limit, int) or isinstance(limit, bool) or limit < 1):
             raise ValueError(f"split_longer_than must be a positive number of characters or None, got {limit!r}")
-        fold = self.fold_capitals if isinstance(fold_capitals, _ModelDefault) else fold_capitals
-        if not isinstance(fold, bool):
-            raise TypeError(f"fold_capitals must be True or False, got {fold!r}")
+        steps = TextSteps(
+            fold_capitals=self.fold_capitals if isinstance(fold_capitals, _ModelDefault) else fold_capitals,
+            keep_dictionary_words=(
+                self.keep_dictionary_words
+                if isinstance(keep_dictionary_words, _ModelDefault)
+                else keep_dictionary_words
+            ),
+        )
 
         def decode(pieces: list[str]) -> list[str]:
             return self._correct_whole(
                 pieces, batch_size, max_new_tokens, prefix, truncate, progress, generation_kwargs
             )
 
-        if not fold:
-            return _correct_pieces(texts, limit, decode)
-        folded = fold_capitals_of(texts)
-        outputs = _correct_pieces([f.text for f in folded], limit, decode)
-        return [f.restore(output) for f, output in zip(folded, outputs, strict=True)]
+        return steps.run(texts, lambda written: _correct_pieces(written, limit, decode))
 
     def _correct_whole(
         self,

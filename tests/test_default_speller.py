@@ -14,6 +14,7 @@ from seq2spec import Seq2SeqSpeculator
 from seq2spec.capitals import fold_capitals
 from seq2spec.commands.main import main
 from seq2spec.default_models import SPELLER_DIR, load_speller
+from seq2spec.text_steps import TextSteps
 
 MISSPELLED = [
     "Thsi sentense has a fwe erors in it.",
@@ -74,26 +75,30 @@ def _greedy_text(big, tokenizer, text: str) -> str:
     return tokenizer.decode(big.generate(ids, do_sample=False, max_new_tokens=128)[0], skip_special_tokens=True)
 
 
+def _greedy_texts(big, tokenizer, texts: list[str]) -> list[str]:
+    return [_greedy_text(big, tokenizer, text) for text in texts]
+
+
 @needs_weights
 def test_default_correct_equals_big_greedy(speller):
     """correct() gives each text's capitalised near-dictionary words to the model in lower case ("Thsi" -> "thsi")
-    and restores their capitals: the big model's greedy output for the folded text. Without folding: its greedy
-    output for the text as written."""
+    and restores their capitals, and gives back dictionary words the model made into non-words: the big model's
+    greedy output for the folded text, through the same steps. Without them: its greedy output for the text as
+    written."""
     big, _, tokenizer = speller
     speculator = Seq2SeqSpeculator()
     corrected = speculator.correct(MISSPELLED, batch_size=2)
     folded = fold_capitals(MISSPELLED)
     assert folded[0].text.startswith("thsi ") and sum(bool(f.folded) for f in folded) == 1
-    for text, output in zip(folded, corrected, strict=True):
-        assert output == text.restore(_greedy_text(big, tokenizer, text.text))
+    steps = TextSteps(fold_capitals=True, keep_dictionary_words=True)
+    assert corrected == steps.run(MISSPELLED, lambda texts: _greedy_texts(big, tokenizer, texts))
     assert speculator.last_stats.acceptance_rate > 0.5
     assert speculator.last_stats.proposed_copy_tokens > 0 and speculator.last_stats.draft_forwards == 0
     assert corrected != MISSPELLED  # it does correct something
     assert corrected[0].startswith("This ")
 
-    plain = speculator.correct(MISSPELLED, batch_size=2, fold_capitals=False)
-    for text, output in zip(MISSPELLED, plain, strict=True):
-        assert output == _greedy_text(big, tokenizer, text)
+    plain = speculator.correct(MISSPELLED, batch_size=2, fold_capitals=False, keep_dictionary_words=False)
+    assert plain == _greedy_texts(big, tokenizer, MISSPELLED)
     with pytest.raises(TypeError, match="fold_capitals must be True or False"):
         speculator.correct(MISSPELLED, fold_capitals="yes")
 
@@ -110,6 +115,20 @@ def test_capitalised_typos_are_fixed_as_lower_case_ones_are(speller):
     assert "Policy" not in as_written[0] and as_written[1].startswith("Imoportant")
     big, small, tokenizer = speller
     assert not Seq2SeqSpeculator(big, small, tokenizer).fold_capitals  # another model: off unless asked
+
+
+@needs_weights
+def test_correct_words_the_model_garbles_come_back_as_written(speller):
+    """The shipped model writes "Satuff" for a clean "Staff" (and "magental" for "magenta"): correct() gives the
+    dictionary words back; with keep_dictionary_words=False it returns the model's own greedy output."""
+    big, small, tokenizer = speller
+    texts = ["Staff meeting in the conference room in 3 minutes.", "she wore a sort of magenta dress"]
+    speculator = Seq2SeqSpeculator()
+    as_written = speculator.correct(texts, keep_dictionary_words=False)
+    assert as_written == _greedy_texts(big, tokenizer, texts)
+    assert as_written != texts  # the model does garble them: the step has something to undo
+    assert speculator.correct(texts) == texts
+    assert not Seq2SeqSpeculator(big, small, tokenizer).keep_dictionary_words  # another model: off unless asked
 
 
 @needs_weights
@@ -133,6 +152,9 @@ def test_correct_command_uses_the_shipped_pair(tmp_path, capsys):
     assert lines == Seq2SeqSpeculator().correct(MISSPELLED)
     assert main(["correct", str(source), "--no-fold-capitals"]) == 0
     assert capsys.readouterr().out.splitlines() == Seq2SeqSpeculator().correct(MISSPELLED, fold_capitals=False)
+    assert main(["correct", str(source), "--no-fold-capitals", "--no-keep-dictionary-words"]) == 0
+    plain = Seq2SeqSpeculator().correct(MISSPELLED, fold_capitals=False, keep_dictionary_words=False)
+    assert capsys.readouterr().out.splitlines() == plain
 
 
 MORE = [
@@ -235,14 +257,18 @@ def test_long_lines_are_corrected_sentence_by_sentence(speller, tmp_path, capsys
         "becuase it had been a long tiem since they last spoke."
     )
     assert len(line) > 140
-    folded = fold_capitals([line])[0]  # "Thsi" goes to the model as "thsi" (see test_default_correct_equals_...)
-    split = split_text(folded.text, 140)
-    pieces = [_greedy_text(big, tokenizer, piece) for piece in split.pieces]
-    whole = folded.restore(_greedy_text(big, tokenizer, folded.text))
-    assert folded.restore(join_pieces(split, pieces)) != whole
+    steps = TextSteps(fold_capitals=True, keep_dictionary_words=True)  # as correct runs the shipped model
+
+    def in_pieces(texts: list[str]) -> list[str]:
+        split = split_text(texts[0], 140)
+        return [join_pieces(split, _greedy_texts(big, tokenizer, split.pieces))]
+
+    [pieced] = steps.run([line], in_pieces)
+    [whole] = steps.run([line], lambda texts: _greedy_texts(big, tokenizer, texts))
+    assert pieced != whole
     source = tmp_path / "long.txt"
     source.write_text(line + "\n")
     assert main(["correct", str(source)]) == 0
-    assert capsys.readouterr().out == folded.restore(join_pieces(split, pieces)) + "\n"
+    assert capsys.readouterr().out == pieced + "\n"
     assert main(["correct", str(source), "--split-longer-than", "0"]) == 0
     assert capsys.readouterr().out == whole + "\n"

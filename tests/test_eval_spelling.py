@@ -50,21 +50,24 @@ def test_recipe_reports_identical_outputs_and_figures(toy_byte_models, tmp_path)
     assert f"| {report['speculative']['cer']:.4f} |" in table[2] and "outputs identical to greedy 100.0%" in card
     assert train_speller.evaluation_tables([]) == ""
 
-    # as correct() with fold_capitals: greedy and seq2spec both get "thsi" and give their word its capital back
+    # as correct() runs the shipped speller: greedy and seq2spec both get "thsi" and give their word its capital
+    # back, and both have garbled dictionary words given back
     status = eval_spelling.main(
         [str(data), "--model", str(tmp_path / "big"), "--draft", str(tmp_path / "small"), "--fold-capitals",
-         "--batch-size", "4", "--out", str(out), "--name", "folded", "--threads", "1", "--peers", "none"]
+         "--keep-dictionary-words", "--batch-size", "4", "--out", str(out), "--name", "folded", "--threads", "1",
+         "--peers", "none"]
     )  # fmt: skip
     assert status == 0
     folded = json.loads((out / "folded.json").read_text())
     assert folded["fold_capitals"] and not report["fold_capitals"] and folded["identical_share"] == 1.0
-    assert "capitalised words folded" in (out / "folded.md").read_text()
+    assert folded["keep_dictionary_words"] and not report["keep_dictionary_words"]
+    assert "capitalised words folded; dictionary words kept" in (out / "folded.md").read_text()
     card = train_speller.evaluation_tables([out / "folded.json", out / "spelling.json"])  # one table, both rows
     table = [line for line in card.splitlines() if line.startswith("| ")]
     assert [row.split(" | ")[0] for row in table[1:3]] == [
-        "| noisy input", "| this model (seq2spec, capitals folded: `correct`'s default)"
+        "| noisy input", "| this model (seq2spec, `correct`'s default: capitals folded, dictionary words kept)"
     ]  # fmt: skip
-    assert table[3].startswith("| this model (seq2spec, capitals as written) |") and card.count("pairs, ") == 1
+    assert table[3].startswith("| this model (seq2spec, its output as it is) |") and card.count("pairs, ") == 1
 
     jsonl = tmp_path / "pairs.jsonl"
     jsonl.write_text("".join(json.dumps({"src": s, "tgt": r}) + "\n" for s, r in rows[:4]))

@@ -272,6 +272,7 @@ def test_validate_stage_scores_the_big_checkpoint_and_appends_its_figures(tmp_pa
     first = train_speller.stage_validate(args)
     assert first["big_step"] == 123 and first["sentences"] == [30, 30]
     assert first["cer_input"] > 0 and first["cer_big"] >= 0 and 0 <= first["clean_unchanged_big"] <= 1
+    assert not first["fold_capitals"] and not first["keep_dictionary_words"]  # the record says how it was decoded
     train_speller.stage_validate(args)
     lines = (tmp_path / "validation.jsonl").read_text().splitlines()
     assert [train_speller.json.loads(line) for line in lines] == [first, first]  # appended; the same model scores alike
@@ -376,3 +377,10 @@ def test_folded_noise_batches_train_on_the_folded_pairs():
     assert targets == ["sentence one is here.", "sentence two is there."]
     plain = train_speller.make_batch(tokenizer, sentences, noise.noise, seed=0, step=0, batch_size=2)
     assert sorted(tokenizer.batch_decode(plain[0], skip_special_tokens=True))[0].startswith("Sentense")
+
+
+def test_the_card_says_how_the_held_out_figures_were_decoded():
+    assert train_speller.decoded_as({}) == ""
+    both = train_speller.decoded_as({"fold_capitals": True, "keep_dictionary_words": True})
+    assert both == "; capitals folded and dictionary words kept, as `correct` runs the model"
+    assert train_speller.decoded_as({"keep_dictionary_words": True}).startswith("; dictionary words kept,")

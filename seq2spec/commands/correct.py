@@ -221,6 +221,9 @@ def correct_arguments(args: argparse.Namespace) -> dict:
     fold = getattr(args, "fold_capitals", None)
     if fold is not None:  # unset: the model's own default
         arguments["fold_capitals"] = fold
+    keep = getattr(args, "keep_dictionary_words", None)
+    if keep is not None:
+        arguments["keep_dictionary_words"] = keep
     return arguments
 
 
@@ -261,6 +264,12 @@ def add_parser(commands) -> argparse.ArgumentParser:
         action=argparse.BooleanOptionalAction,
         help="give a capitalised word that is close to, but not in, an English dictionary to the model in lower case "
         "and capitalise the model's word in its place (default: on for the shipped speller, off otherwise)",
+    )
+    correct.add_argument(
+        "--keep-dictionary-words",
+        action=argparse.BooleanOptionalAction,
+        help="where the model made a dictionary word into a word no English dictionary knows, keep the word as "
+        "written (default: on for the shipped speller, off otherwise)",
     )
     correct.add_argument(
         "--out", type=Path, help="output file (default: standard output); a directory with --ray; resumable"

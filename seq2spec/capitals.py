@@ -18,12 +18,11 @@ words broken instead of 0.64% and 0.37%.
 
 from __future__ import annotations
 
-import difflib
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from seq2spec.classical import WHITESPACE, WORD_TOKEN, case_pattern
+from seq2spec.classical import WHITESPACE, WORD_TOKEN, WordAlignment, case_pattern
 
 _FIRST_LETTER = re.compile(r"[A-Za-z]")
 
@@ -62,13 +61,8 @@ class FoldedText:
         """``output`` with the words aligned to the folded ones capitalised."""
         if not self.folded:
             return output
-        inputs = [token for token in WHITESPACE.split(self.text) if token and not token.isspace()]
-        pieces = WHITESPACE.split(output)
-        words = [index for index, piece in enumerate(pieces) if piece and not piece.isspace()]
-        matcher = difflib.SequenceMatcher(
-            a=[token.lower() for token in inputs], b=[pieces[i].lower() for i in words], autojunk=False
-        )
-        for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+        aligned = WordAlignment.of(self.text, output)
+        for tag, i1, i2, j1, j2 in aligned.opcodes:
             if tag == "equal" or (tag == "replace" and i2 - i1 == j2 - j1):  # word for word
                 capitalise = [j1 + offset for offset in range(i2 - i1) if i1 + offset in self.folded]
             elif tag == "replace" and i1 in self.folded:  # words split or merged: the first takes the capital
@@ -76,8 +70,9 @@ class FoldedText:
             else:  # the folded word dropped, or words added
                 continue
             for word in capitalise:
-                pieces[words[word]] = _capitalised(pieces[words[word]])
-        return "".join(pieces)
+                piece = aligned.words[word]
+                aligned.pieces[piece] = _capitalised(aligned.pieces[piece])
+        return aligned.text()
 
 
 def fold_capitals(texts: Sequence[str], correct_word: Callable[[str], str | None] | None = None) -> list[FoldedText]:

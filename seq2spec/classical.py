@@ -15,9 +15,11 @@ the speller.
 
 from __future__ import annotations
 
+import difflib
 import re
 import threading
 from collections.abc import Callable
+from dataclasses import dataclass
 
 # one plain word with optional punctuation around it: (before, word, after)
 WORD_TOKEN = re.compile(r"^([^A-Za-z0-9]*)([A-Za-z]+)([^A-Za-z0-9]*)$")
@@ -57,6 +59,31 @@ def correct_token(token: str, correct_word: Callable[[str], str | None]) -> str:
     if not suggestion or suggestion == core.lower():
         return token
     return before + apply_case(suggestion, pattern) + after
+
+
+@dataclass
+class WordAlignment:
+    """A corrector's ``output`` split at whitespace (kept, so ``text()`` gives it back) and its words aligned with
+    the words of the ``source`` it was made from, case ignored (difflib opcodes over word indices). Steps around a
+    corrector edit ``pieces[words[j]]``, the output's ``j``-th word."""
+
+    sources: list[str]
+    pieces: list[str]
+    words: list[int]
+    opcodes: list[tuple[str, int, int, int, int]]
+
+    @classmethod
+    def of(cls, source: str, output: str) -> WordAlignment:
+        sources = [token for token in WHITESPACE.split(source) if token and not token.isspace()]
+        pieces = WHITESPACE.split(output)
+        words = [index for index, piece in enumerate(pieces) if piece and not piece.isspace()]
+        matcher = difflib.SequenceMatcher(
+            a=[token.lower() for token in sources], b=[pieces[i].lower() for i in words], autojunk=False
+        )
+        return cls(sources, pieces, words, matcher.get_opcodes())
+
+    def text(self) -> str:
+        return "".join(self.pieces)
 
 
 def correct_text(text: str, correct_word: Callable[[str], str | None]) -> str:

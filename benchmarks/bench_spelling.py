@@ -6,8 +6,8 @@ Methods, timed on the same held-out sentences, interleaved, median of ``--repeat
 - ``seq2spec per-row`` / ``seq2spec batch-min``: the draft model, adaptive draft length, per-row acceptance or
   every row rolled back to the batch's earliest mismatch (the published batched design);
 - ``seq2spec per-row fixed``: the draft model with a fixed draft length;
-- ``seq2spec per-row hf-step``: per-row, with the draft's decoder run through transformers' forward instead of
-  seq2spec's lean T5 step (``lean_draft=False``): what the lean step saves;
+- ``seq2spec per-row hf-step``: per-row, with the draft's encoder and decoder run through transformers' modules
+  instead of seq2spec's lean T5 encoder and step (``lean_draft=False``): what the lean draft saves;
 - ``seq2spec per-row hf-forward``: per-row, with the big model's verification forwards run through transformers'
   forward instead of seq2spec's bit-exact mirror of it (``exact_big_forward=False``): what the mirror saves;
 - ``seq2spec input-copy``: no draft model, candidates copied from each row's source;

@@ -43,8 +43,8 @@ class SpeculationOptions:
     )
     lean_draft: bool = _option(
         True,
-        "run a T5/MT5 or Whisper draft's decoder step through seq2spec's few-operation step instead of "
-        "transformers' modules (checked against transformers' logits before use)",
+        "run a T5/MT5 or Whisper draft's decoder step (and a T5/MT5 draft's own encoder) through seq2spec's "
+        "few-operation versions instead of transformers' modules (checked against transformers on a probe before use)",
     )
     int8_draft: bool = _option(
         True,

@@ -82,8 +82,13 @@ def test_a_probe_that_disagrees_keeps_transformers_forward(monkeypatch):
     with torch.no_grad():  # position biases of a trained model's size (random ones are near zero)
         model.get_decoder().block[0].layer[0].SelfAttention.relative_attention_bias.weight.mul_(30)
     assert LeanT5Decoder.checked(model) is not None
+
     # a lean step that forgot the relative position bias must be caught by the probe
-    monkeypatch.setattr(LeanT5Decoder, "_bias", lambda self, past, length: torch.zeros(length, past + length))
+    def causal_only(self, past: int, length: int, dtype: torch.dtype) -> torch.Tensor:
+        future = torch.arange(past, past + length)[:, None] < torch.arange(past + length)[None, :]
+        return torch.zeros(1, 1, length, past + length, dtype=dtype).masked_fill(future, torch.finfo(dtype).min)
+
+    monkeypatch.setattr(LeanT5Decoder, "_causal_bias", causal_only)
     assert LeanT5Decoder(model).probe_difference(model) > 1e-2
     assert LeanT5Decoder.checked(model) is None
     bart = build_toy_model("bart", seed=12)

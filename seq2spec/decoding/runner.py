@@ -18,7 +18,8 @@ from seq2spec.decoding.transfer import to_device
 
 class DecoderStep(Protocol):
     """A decoder step computed outside the model's own forward (a draft's lean step): float32 logits for ``tokens``
-    appended to the cache, where row ``r``'s first ``pad[r]`` cache slots are padding."""
+    appended to the cache, where row ``r``'s first ``pad[r]`` cache slots are padding (``pad`` None: no row has
+    any)."""
 
     def __call__(
         self,
@@ -26,7 +27,7 @@ class DecoderStep(Protocol):
         cache: EncoderDecoderCache,
         encoder_hidden_states: torch.Tensor,
         encoder_attention_mask: torch.Tensor | None,
-        pad: torch.Tensor,
+        pad: torch.Tensor | None,
     ) -> torch.Tensor: ...
 
 
@@ -80,9 +81,10 @@ class DecoderRunner:
         """Logits (float32, ``[rows, len, vocab]``) for ``tokens`` appended to each row's kept entries."""
         tokens = tokens.to(self.device)
         rows, length = tokens.shape
-        if self.step is not None:
-            return self.step(tokens, self.cache, self.encoder_hidden_states, self.encoder_attention_mask, self.pad)
         padded = any(self.padding)
+        if self.step is not None:
+            pad = self.pad if padded else None
+            return self.step(tokens, self.cache, self.encoder_hidden_states, self.encoder_attention_mask, pad)
         mask = None
         if padded:  # a row's padding is in its cache, or (a padded prompt) in the tokens fed first
             mask = (torch.arange(self.cache_length + length, device=self.device)[None, :] >= self.pad[:, None]).long()

@@ -15,6 +15,7 @@ from seq2spec.drafts.draft_model import DraftModelProposer
 from seq2spec.drafts.graphed_whisper import GraphedWhisperDraft, StaticDraftRunner
 from seq2spec.drafts.input_copy import InputCopyProposer, SourceRewrite
 from seq2spec.drafts.lean_t5 import LEAN_FAMILIES, LeanT5Decoder
+from seq2spec.drafts.lean_t5_encoder import LeanT5Encoder, has_hooks
 from seq2spec.drafts.lean_whisper import LeanWhisperDraft, is_whisper_draft
 from seq2spec.drafts.no_draft import NoDraft
 from seq2spec.drafts.schedule import LengthSchedule
@@ -69,7 +70,7 @@ class ProposerFactory:
         self.copy = copy
         self.proposer = CheckedProposer(proposer) if proposer is not None else None
         self.copy_rewrite: SourceRewrite | None = None
-        self._lean: tuple[tuple, DecoderStep | None] = ((), None)
+        self._lean: tuple[tuple, tuple[DecoderStep | None, LeanT5Encoder | None]] = ((), (None, None))
         self._graphed: tuple[DecoderStep | None, GraphedWhisperDraft | None] = (None, None)
 
     def __call__(self, batch: DecodingBatch, stats: SpeculationStats) -> Proposer:
@@ -97,6 +98,7 @@ class ProposerFactory:
     def _draft_runner(self, batch: DecodingBatch, stats: SpeculationStats) -> DecoderRunner | StaticDraftRunner:
         draft, family = self.draft, self.family
         device, dtype = draft.device, draft.dtype
+        lean, lean_encoder = self.lean_parts()
         if self.shares_encoder:
             encoder_hidden_states = batch.encoder_hidden_states.to(device, dtype)
         else:
@@ -104,11 +106,13 @@ class ProposerFactory:
             if inputs.is_floating_point():
                 inputs = inputs.to(dtype)
             mask = None if batch.attention_mask is None else batch.attention_mask.to(device)
-            encoder_hidden_states = draft.get_encoder()(
-                **{family.encoder_input_name: inputs}, attention_mask=mask, return_dict=True
-            ).last_hidden_state
+            if lean_encoder is not None:
+                encoder_hidden_states = lean_encoder(inputs, mask)
+            else:
+                encoder_hidden_states = draft.get_encoder()(
+                    **{family.encoder_input_name: inputs}, attention_mask=mask, return_dict=True
+                ).last_hidden_state
             stats.draft_encoder_calls += 1
-        lean = self.lean_step()
         graphed = self.graphed_step(lean)
         if graphed is not None:
             return graphed.runner(encoder_hidden_states)
@@ -133,17 +137,24 @@ class ProposerFactory:
     def lean_step(self) -> DecoderStep | None:
         """The draft's lean decoder step, rebuilt (and re-checked against transformers) whenever the draft's
         weights, device, dtype or mode changed since the last call."""
+        return self.lean_parts()[0]
+
+    def lean_parts(self) -> tuple[DecoderStep | None, LeanT5Encoder | None]:
+        """The draft's lean decoder step and (a T5/MT5 draft with its own encoder) lean encoder, each None where
+        unavailable or ``lean_draft`` is off; rebuilt and re-checked whenever the draft's weights, device, dtype or
+        mode changed since the last call."""
         draft = self.draft
-        if not self.options.lean_draft:
-            return None
+        lean_family = self.family.model_type in LEAN_FAMILIES
+        if not self.options.lean_draft or not (lean_family or is_whisper_draft(draft)):
+            return None, None
         int8 = self.options.int8_draft and int8_available(draft.device)
-        if self.family.model_type in LEAN_FAMILIES:
-            build = LeanT5Decoder.checked
-        elif is_whisper_draft(draft):
-            build = LeanWhisperDraft.checked
-        else:
-            return None
-        key = (draft.training, int8, *(weight_state(p) for p in draft.parameters()))
+        hooked = not self.shares_encoder and has_hooks(draft.get_encoder())
+        key = (draft.training, int8, hooked, *(weight_state(p) for p in draft.parameters()))
         if key != self._lean[0]:
-            self._lean = (key, build(draft, int8=int8))
+            if lean_family:
+                step = LeanT5Decoder.checked(draft, int8=int8)
+                encoder = None if self.shares_encoder or hooked else LeanT5Encoder.checked(draft)
+            else:
+                step, encoder = LeanWhisperDraft.checked(draft, int8=int8), None
+            self._lean = (key, (step, encoder))
         return self._lean[1]

@@ -16,10 +16,13 @@ the draft keeps using transformers.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 
 import torch
 import torch.nn.functional as F
+from torch import nn
 from transformers import DynamicCache, EncoderDecoderCache, PreTrainedModel
 
 from seq2spec.decoding.cache import cache_argument
@@ -30,6 +33,31 @@ LEAN_FAMILIES = frozenset({"t5", "mt5"})
 # may round a fused product differently from three separate ones; a real mistake (a missing position bias, a wrong
 # output scale or norm epsilon) shows as 0.1 or more.
 PROBE_TOLERANCE = {torch.float32: 1e-3, torch.float16: 2e-2, torch.bfloat16: 5e-2}
+
+
+def fused_activation(act: nn.Module) -> tuple[nn.Module, Callable[[torch.Tensor], torch.Tensor]]:
+    """``act``, and the same function for float32 inputs as one operation where transformers spells it as several
+    (the tanh GELU of T5 v1.1's gated-gelu). Half-precision inputs keep ``act``: the fused kernel rounds once where
+    the composed one rounds after every step."""
+    if type(act).__name__ in ("NewGELUActivation", "GELUTanh", "PytorchGELUTanh", "GELUPytorchTanh"):
+        return act, partial(F.gelu, approximate="tanh")
+    return act, act
+
+
+def t5_norm(hidden: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Tensor:
+    """T5's RMS norm in one fused operation (its statistics in float32 for half-precision inputs too)."""
+    if hidden.dtype == torch.float32:
+        return F.rms_norm(hidden, weight.shape, weight.float(), eps).to(weight.dtype)
+    return weight * F.rms_norm(hidden.float(), weight.shape, None, eps).to(weight.dtype)
+
+
+def clamp_float16(hidden: torch.Tensor) -> torch.Tensor:
+    """As transformers' T5 does in float16: pull infinities back to the largest finite values (no host sync)."""
+    if hidden.dtype != torch.float16:
+        return hidden
+    largest = torch.finfo(torch.float16).max
+    limit = torch.where(torch.isinf(hidden).any(), largest - 1000, largest)
+    return torch.clamp(hidden, -limit, limit)
 
 
 @dataclass(frozen=True)
@@ -61,7 +89,7 @@ class LeanT5Decoder:
         self.eps = config.layer_norm_epsilon
         self.gated = bool(config.is_gated_act)
         self.d_ff = config.d_ff
-        self.act = decoder.block[0].layer[-1].DenseReluDense.act
+        self.act, self.float32_act = fused_activation(decoder.block[0].layer[-1].DenseReluDense.act)
         self.embedding = decoder.embed_tokens.weight
         self.final_norm = decoder.final_layer_norm.weight
         self.lm_head = Dense(model.get_output_embeddings().weight, int8=int8)
@@ -72,8 +100,9 @@ class LeanT5Decoder:
         self.bias_embedding = attention.relative_attention_bias.weight  # [buckets, heads]
         self.bucket = attention._relative_position_bucket
         self.buckets, self.max_distance = config.relative_attention_num_buckets, config.relative_attention_max_distance
-        self.bias_table = torch.empty(0)  # [heads, distances]: bias of a key that many positions back
+        self.bias_table = torch.empty(0, 0, 0, 0)  # [1, heads, query slot, key slot], see _causal_bias
         self.layers = [self._layer(block) for block in decoder.block]
+        self._cross_masks: tuple[torch.Tensor | None, torch.dtype | None, torch.Tensor | None] = (None, None, None)
 
     def _layer(self, block) -> _Layer:
         own, cross, ff = block.layer[0], block.layer[1], block.layer[2]
@@ -143,23 +172,39 @@ class LeanT5Decoder:
             worst = max(worst, float(gap) / max(1.0, float(reference.log_softmax(-1).abs().mean())))
         return worst
 
-    def _bias(self, past: int, length: int) -> torch.Tensor:
-        """Relative position bias ``[heads, length, past + length]`` for queries at slots ``past, ...``."""
+    def _causal_bias(self, past: int, length: int, dtype: torch.dtype) -> torch.Tensor:
+        """Relative position bias with the causal mask folded in, ``[1, heads, length, past + length]`` for queries at
+        slots ``past, ...``: a view of a table built once for all lengths up to the largest seen."""
         total = past + length
-        if self.bias_table.shape[-1] < total:
-            size = max(total, 2 * self.bias_table.shape[-1], 64)
-            distance = torch.arange(size, device=self.bias_embedding.device)
+        table = self.bias_table
+        if table.shape[-1] < total or table.dtype != dtype:
+            size = max(total, 2 * table.shape[-1] if table.dtype == dtype else 0, 64)
+            device = self.bias_embedding.device
+            slots = torch.arange(size, device=device)
+            distance = slots[:, None] - slots[None, :]  # query slot minus key slot
             buckets = self.bucket(
-                -distance, bidirectional=False, num_buckets=self.buckets, max_distance=self.max_distance
+                -distance.clamp(min=0), bidirectional=False, num_buckets=self.buckets, max_distance=self.max_distance
             )
-            self.bias_table = self.bias_embedding[buckets].t().contiguous()
-        queries = torch.arange(past, total, device=self.bias_table.device)
-        distance = (queries[:, None] - torch.arange(total, device=queries.device)[None, :]).clamp_(min=0)
-        return self.bias_table[:, distance]
+            bias = self.bias_embedding[buckets].permute(2, 0, 1).to(dtype)  # [heads, query slot, key slot]
+            self.bias_table = bias.masked_fill(distance < 0, torch.finfo(dtype).min).unsqueeze(0).contiguous()
+        return self.bias_table[:, :, past:total, :total]
+
+    def _act(self, hidden: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+        return self.float32_act(hidden) if dtype == torch.float32 else self.act(hidden)
 
     def _norm(self, hidden: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
-        variance = hidden.float().pow(2).mean(-1, keepdim=True)
-        return weight * (hidden * torch.rsqrt(variance + self.eps)).to(weight.dtype)
+        return t5_norm(hidden, weight, self.eps)
+
+    def _cross_mask(self, encoder_attention_mask: torch.Tensor | None, dtype: torch.dtype) -> torch.Tensor | None:
+        """The additive cross-attention mask ``[rows, 1, 1, source]``, built once per encoder mask."""
+        if encoder_attention_mask is None:
+            return None
+        mask, cached_dtype, additive = self._cross_masks
+        if mask is not encoder_attention_mask or cached_dtype != dtype:
+            additive = torch.zeros(encoder_attention_mask.shape, dtype=dtype, device=encoder_attention_mask.device)
+            additive = additive.masked_fill(encoder_attention_mask == 0, torch.finfo(dtype).min)[:, None, None]
+            self._cross_masks = (encoder_attention_mask, dtype, additive)
+        return additive
 
     def _split(self, states: torch.Tensor) -> torch.Tensor:
         rows, length, _ = states.shape
@@ -170,15 +215,6 @@ class LeanT5Decoder:
         rows, _, length, _ = attended.shape
         return attended.transpose(1, 2).reshape(rows, length, -1)
 
-    @staticmethod
-    def _clamp(hidden: torch.Tensor) -> torch.Tensor:
-        """As transformers' T5 does in float16: pull infinities back to the largest finite values (no host sync)."""
-        if hidden.dtype != torch.float16:
-            return hidden
-        largest = torch.finfo(torch.float16).max
-        limit = torch.where(torch.isinf(hidden).any(), largest - 1000, largest)
-        return torch.clamp(hidden, -limit, limit)
-
     @torch.no_grad()
     def __call__(
         self,
@@ -186,30 +222,26 @@ class LeanT5Decoder:
         cache: EncoderDecoderCache,
         encoder_hidden_states: torch.Tensor,
         encoder_attention_mask: torch.Tensor | None,
-        pad: torch.Tensor,
+        pad: torch.Tensor | None,
     ) -> torch.Tensor:
         """Float32 logits ``[rows, len, vocab]`` for ``tokens`` appended to the cache; row ``r``'s first ``pad[r]``
-        cache slots are padding."""
+        cache slots are padding (None: no row has any)."""
         rows, length = tokens.shape
         past = cache.self_attention_cache.get_seq_length()
         total = past + length
         hidden = F.embedding(tokens, self.embedding)
         dtype = hidden.dtype
-        slots = torch.arange(total, device=tokens.device)
-        future = torch.arange(past, total, device=tokens.device)[:, None] < slots[None, :]
-        padding = slots[None, :] < pad.to(tokens.device)[:, None]
-        masked = future[None, None] | padding[:, None, None]  # [rows, 1, length, total]
-        self_mask = self._bias(past, length)[None].to(dtype).masked_fill(masked, torch.finfo(dtype).min)
-        cross_mask = None
-        if encoder_attention_mask is not None:
-            cross_mask = torch.zeros(encoder_attention_mask.shape, dtype=dtype, device=tokens.device)
-            cross_mask = cross_mask.masked_fill(encoder_attention_mask == 0, torch.finfo(dtype).min)[:, None, None]
+        self_mask = self._causal_bias(past, length, dtype)
+        if pad is not None:
+            padding = torch.arange(total, device=tokens.device)[None, :] < pad.to(tokens.device)[:, None]
+            self_mask = self_mask.masked_fill(padding[:, None, None], torch.finfo(dtype).min)
+        cross_mask = self._cross_mask(encoder_attention_mask, dtype)
         for index, layer in enumerate(self.layers):
             normed = self._norm(hidden, layer.self_norm)
             query, key, value = layer.qkv(normed).to(dtype).split(self.inner, dim=-1)
             key, value = cache.self_attention_cache.update(self._split(key), self._split(value), index)
             attended = F.scaled_dot_product_attention(self._split(query), key, value, attn_mask=self_mask, scale=1.0)
-            hidden = self._clamp(hidden + layer.self_out(self._merge(attended)).to(dtype))
+            hidden = clamp_float16(hidden + layer.self_out(self._merge(attended)).to(dtype))
 
             normed = self._norm(hidden, layer.cross_norm)
             if cache.is_updated.get(index):
@@ -221,16 +253,16 @@ class LeanT5Decoder:
                 cache.is_updated[index] = True
             query = self._split(layer.cross_q(normed).to(dtype))
             attended = F.scaled_dot_product_attention(query, key, value, attn_mask=cross_mask, scale=1.0)
-            hidden = self._clamp(hidden + layer.cross_out(self._merge(attended)).to(dtype))
+            hidden = clamp_float16(hidden + layer.cross_out(self._merge(attended)).to(dtype))
 
             normed = self._norm(hidden, layer.ff_norm)
             inner = layer.ff_in(normed).to(dtype)
             if self.gated:
                 gate, linear = inner.split(self.d_ff, dim=-1)
-                inner = self.act(gate) * linear
+                inner = self._act(gate, dtype) * linear
             else:
-                inner = self.act(inner)
-            hidden = self._clamp(hidden + layer.ff_out(inner.to(dtype)).to(dtype))
+                inner = self._act(inner, dtype)
+            hidden = clamp_float16(hidden + layer.ff_out(inner.to(dtype)).to(dtype))
         hidden = self._norm(hidden, self.final_norm)
         if self.output_scale is not None:
             hidden = hidden * self.output_scale

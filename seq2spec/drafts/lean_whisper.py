@@ -143,16 +143,17 @@ class LeanWhisperDraft:
         cache,
         encoder_hidden_states: torch.Tensor,
         encoder_attention_mask: torch.Tensor | None,
-        pad: torch.Tensor,
+        pad: torch.Tensor | None,
     ) -> torch.Tensor:
         """Float32 logits ``[rows, len, vocab]`` for ``tokens`` appended to the cache; row ``r``'s first ``pad[r]``
-        cache slots are padding (its tokens sit at positions counted from its first real slot). Whisper's encoder
-        output is never masked: ``encoder_attention_mask`` (the audio features' mask, if any) is not used."""
+        cache slots are padding (None: no row has any; its tokens sit at positions counted from its first real
+        slot). Whisper's encoder output is never masked: ``encoder_attention_mask`` (the audio features' mask, if
+        any) is not used."""
         rows, length = tokens.shape
         past = cache.self_attention_cache.get_seq_length()
         total = past + length
         device = tokens.device
-        pad = pad.to(device)
+        pad = torch.zeros(rows, dtype=torch.long, device=device) if pad is None else pad.to(device)
         new_slots = torch.arange(past, total, device=device)
         slots = torch.arange(total, device=device)
         causal = (slots[None, :] <= new_slots[:, None])[None, None]

@@ -153,12 +153,13 @@ class LeanWhisperDraft:
         past = cache.self_attention_cache.get_seq_length()
         total = past + length
         device = tokens.device
-        pad = torch.zeros(rows, dtype=torch.long, device=device) if pad is None else pad.to(device)
         new_slots = torch.arange(past, total, device=device)
         slots = torch.arange(total, device=device)
-        causal = (slots[None, :] <= new_slots[:, None])[None, None]
-        real = (slots[None, :] >= pad[:, None])[:, None, None] | (slots[None, :] == new_slots[:, None])[None, None]
-        self_mask = causal & real  # [rows, 1, length, total]: causal, not the row's padding (a padded token: itself)
+        self_mask = (slots[None, :] <= new_slots[:, None])[None, None]  # causal
+        if pad is not None:
+            pad = pad.to(device)
+            real = (slots[None, :] >= pad[:, None])[:, None, None] | (slots[None, :] == new_slots[:, None])[None, None]
+            self_mask = self_mask & real  # [rows, 1, length, total]: not the row's padding (a padded token: itself)
 
         def attend_self(index: int, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor) -> torch.Tensor:
             key, value = cache.self_attention_cache.update(key, value, index)
@@ -172,7 +173,10 @@ class LeanWhisperDraft:
             cache.is_updated[index] = True
             return key, value
 
-        positions = (new_slots[None, :] - pad[:, None]).clamp_(min=0)
+        if pad is None:
+            positions = new_slots[None, :].expand(rows, length)
+        else:
+            positions = (new_slots[None, :] - pad[:, None]).clamp_(min=0)
         hidden = self.decode(self.embed(tokens, positions), attend_self, cross_states)
         scores = self.head(hidden).float()
         if self.token_ids is None:

@@ -2,8 +2,10 @@
 encoder, big decoder forwards, draft forwards, logits processing and the rest (the loop's own work).
 
 Each part is timed by wrapping the call that does it (the big encoder's forward, the big decoder's forward,
-``DecoderRunner.forward`` or, with CUDA graphs, ``StaticDraftRunner.forward`` for the draft, the loop's logits
-processing); "loop and rest" is the wall time minus the timed parts. Per-round figures divide by the number of big
+``DecoderRunner.forward`` or, with CUDA graphs, ``StaticDraftRunner.forward`` for the draft, with a T5 draft's own
+lean encoder, the loop's logits processing); "loop and rest" is the wall time minus the timed parts. The speller
+cases decode 32 held-out sentences one at a time and 128 in batches of 16 (sorted by length, as ``correct`` forms
+batches). Per-round figures divide by the number of big
 decoder forwards. Timers add a few microseconds per call; the wall times are the same method's in one run, so read
 the shares, not the absolute numbers.
 
@@ -29,6 +31,7 @@ from seq2spec.decoding import runner as runner_module
 from seq2spec.decoding import sequences
 from seq2spec.default_models import load_speller, load_whisper_base_pair
 from seq2spec.drafts.graphed_whisper import StaticDraftRunner
+from seq2spec.drafts.lean_t5_encoder import LeanT5Encoder
 from seq2spec.memory import retain_freed_memory
 from seq2spec.whisper.audio import load_audio
 
@@ -37,6 +40,7 @@ from bench_asr import LANGUAGE, SAMPLES, short_clips  # noqa: E402
 from bench_core import processor_name  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
+SPELLER_SENTENCES = {1: 32, 16: 128}  # held-out sentences per speller case: one at a time, or in batches of 16
 PARTS = ("encoder", "big forwards", "draft forwards", "logits processing", "loop and rest")
 
 
@@ -80,6 +84,7 @@ def instrumented(timers: Timers, big: torch.nn.Module) -> Iterator[None]:
         (big, "forward", big.forward),
         (runner_module.DecoderRunner, "forward", runner_module.DecoderRunner.forward),
         (StaticDraftRunner, "forward", StaticDraftRunner.forward),
+        (LeanT5Encoder, "__call__", LeanT5Encoder.__call__),
         (sequences.PrefixProcessor, "positions", sequences.PrefixProcessor.positions),
         (sequences.PrefixProcessor, "step", sequences.PrefixProcessor.step),
     ]
@@ -96,6 +101,7 @@ def instrumented(timers: Timers, big: torch.nn.Module) -> Iterator[None]:
     big.forward = timers.wrap("big forwards", big.forward)  # decoder and output head
     runner_module.DecoderRunner.forward = runner_forward
     StaticDraftRunner.forward = timers.wrap("draft forwards", StaticDraftRunner.forward)  # CUDA graphs' runner
+    LeanT5Encoder.__call__ = timers.wrap("draft forwards", LeanT5Encoder.__call__)  # a T5 draft's own encoder
     sequences.PrefixProcessor.positions = timers.wrap("logits processing", sequences.PrefixProcessor.positions)
     sequences.PrefixProcessor.step = timers.wrap("logits processing", sequences.PrefixProcessor.step)
     try:
@@ -165,12 +171,19 @@ def speller_cases(args, device: torch.device) -> Iterator[tuple[str, str, Callab
     for case, size in (("speller1", 1), ("speller16", 16)):
         if case not in args.cases:
             continue
-        chunk = texts[:size]
-        encoded = tokenizer(chunk, return_tensors="pt", padding=True).to(device)
+        chunk = sorted(texts[: SPELLER_SENTENCES[size]], key=len)  # batches of similar length, as correct() forms
+        batches = [
+            tokenizer(chunk[start : start + size], return_tensors="pt", padding=True).to(device)
+            for start in range(0, len(chunk), size)
+        ]
         label = f"speller, batch {size}"
-        yield label, "greedy", lambda e=encoded: big.generate(**e, max_new_tokens=128), big
-        yield label, "seq2spec", lambda e=encoded: speculator.generate(**e, max_new_tokens=128), big
-        yield label, "seq2spec spell-checked copy", lambda e=encoded: copying.generate(**e, max_new_tokens=128), big
+
+        def each(method: Callable, batches: list = batches) -> Callable[[], None]:
+            return lambda: [method(**encoded, max_new_tokens=128) for encoded in batches]
+
+        yield label, "greedy", each(big.generate), big
+        yield label, "seq2spec", each(speculator.generate), big
+        yield label, "seq2spec spell-checked copy", each(copying.generate), big
 
 
 def markdown(results: list[dict], title: str) -> str:

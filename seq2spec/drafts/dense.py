@@ -70,17 +70,18 @@ Step = TypeVar("Step", bound=_LeanStep)
 def checked_lean_step(
     build: Callable[..., Step], model: PreTrainedModel, tolerance: float, *, int8: bool
 ) -> Step | None:
-    """``build(model, int8=int8)`` if the float step ``build(model)`` reproduces transformers' logits on its probe
-    within ``tolerance``, else None (the draft then keeps transformers' forward)."""
+    """``build(model, int8=int8)`` if the float version ``build(model)`` (a lean step, or a lean encoder) reproduces
+    transformers on its probe (``probe_difference``) within ``tolerance``, else None (the draft then keeps
+    transformers' modules)."""
     try:
         lean = build(model)
         difference = lean.probe_difference(model)
         if int8:
             lean = build(model, int8=True)
     except Exception as error:  # noqa: BLE001 - any mismatch of structure means: keep transformers' forward
-        logger.info("lean draft step unavailable for %s: %s", type(model).__name__, error)
+        logger.info("%s unavailable for %s: %s", getattr(build, "__name__", build), type(model).__name__, error)
         return None
     if difference > tolerance:
-        logger.info("lean draft step disagrees with transformers by %.2e; not used", difference)
+        logger.info("%s disagrees with transformers by %.2e; not used", getattr(build, "__name__", build), difference)
         return None
     return lean

@@ -16,7 +16,6 @@ modules would run.
 
 from __future__ import annotations
 
-import logging
 from dataclasses import dataclass
 
 import torch
@@ -24,9 +23,8 @@ import torch.nn.functional as F
 from torch import nn
 from transformers import PreTrainedModel
 
+from seq2spec.drafts.dense import checked_lean_step
 from seq2spec.drafts.lean_t5 import LEAN_FAMILIES, PROBE_TOLERANCE, clamp_float16, fused_activation, t5_norm
-
-logger = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -100,16 +98,7 @@ class LeanT5Encoder:
             return None
         if tolerance is None:
             tolerance = PROBE_TOLERANCE.get(model.dtype, PROBE_TOLERANCE[torch.float32])
-        try:
-            lean = cls(model)
-            difference = lean.probe_difference(model)
-        except Exception as error:  # noqa: BLE001 - any mismatch of structure means: keep transformers' encoder
-            logger.info("lean draft encoder unavailable for %s: %s", type(model).__name__, error)
-            return None
-        if difference > tolerance:
-            logger.info("lean draft encoder disagrees with transformers by %.2e; not used", difference)
-            return None
-        return lean
+        return checked_lean_step(cls, model, tolerance, int8=False)
 
     @torch.no_grad()
     def probe_difference(self, model: PreTrainedModel) -> float:

@@ -12,6 +12,7 @@ from toy_helpers import varied_enough
 from seq2spec import Seq2SeqSpeculator
 from seq2spec.decoding.families import family_of
 from seq2spec.decoding.runner import DecoderRunner
+from seq2spec.drafts import lean_t5
 from seq2spec.drafts.lean_t5 import LeanT5Decoder
 from seq2spec.toys import build_toy_model, random_sources
 
@@ -110,3 +111,24 @@ def test_the_lean_step_is_rebuilt_when_the_draft_changes(toy_models):
     assert speculator._proposers.lean_step() is None  # dropout active: transformers' forward
     draft.eval()
     assert speculator._proposers.lean_step() is not None
+
+
+def test_positions_beyond_the_bias_table_get_the_same_logits(monkeypatch):
+    """Past ``CAUSAL_TABLE_SLOTS`` the step computes its position bias per call: the same logits either way."""
+    model = build_toy_model("t5-v1_1", seed=11, d_model=48, layers=2).eval()
+    with torch.no_grad():  # position biases of a trained model's size (random ones are near zero)
+        model.get_decoder().block[0].layer[0].SelfAttention.relative_attention_bias.weight.mul_(30)
+    monkeypatch.setattr(lean_t5, "CAUSAL_TABLE_SLOTS", 5)
+    ids, mask = random_sources(3, seed=4)
+    lean = LeanT5Decoder.checked(model, tolerance=TOLERANCE[torch.float32])
+    assert lean is not None
+    generator = torch.Generator().manual_seed(6)
+    with torch.inference_mode():
+        encoded = model.get_encoder()(input_ids=ids, attention_mask=mask).last_hidden_state
+        reference = DecoderRunner(model, family_of(model), encoded, mask)
+        fast = DecoderRunner(model, family_of(model), encoded, mask, step=lean)
+        for width in (1, 3, 1, 4, 2):  # slots 0-10: from inside the table to past it, across its edge
+            tokens = torch.randint(3, model.config.vocab_size, (3, width), generator=generator)
+            expected = reference.forward(tokens).log_softmax(-1)
+            torch.testing.assert_close(fast.forward(tokens).log_softmax(-1), expected, atol=1e-4, rtol=1e-5)
+    assert lean.bias_table.shape[-1] == 5

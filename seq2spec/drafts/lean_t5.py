@@ -33,6 +33,7 @@ LEAN_FAMILIES = frozenset({"t5", "mt5"})
 # may round a fused product differently from three separate ones; a real mistake (a missing position bias, a wrong
 # output scale or norm epsilon) shows as 0.1 or more.
 PROBE_TOLERANCE = {torch.float32: 1e-3, torch.float16: 2e-2, torch.bfloat16: 5e-2}
+CAUSAL_TABLE_SLOTS = 512  # decoder slots covered by the step's precomputed position-bias table (heads x 512 x 512)
 
 
 def fused_activation(act: nn.Module) -> tuple[nn.Module, Callable[[torch.Tensor], torch.Tensor]]:
@@ -174,20 +175,27 @@ class LeanT5Decoder:
 
     def _causal_bias(self, past: int, length: int, dtype: torch.dtype) -> torch.Tensor:
         """Relative position bias with the causal mask folded in, ``[1, heads, length, past + length]`` for queries at
-        slots ``past, ...``: a view of a table built once for all lengths up to the largest seen."""
+        slots ``past, ...``: a view of a table built once for all slots up to the largest seen (computed per call
+        beyond ``CAUSAL_TABLE_SLOTS``, where the table's size would grow with the square of the length)."""
         total = past + length
+        if total > CAUSAL_TABLE_SLOTS:
+            return self._bias_block(past, total, dtype)
         table = self.bias_table
         if table.shape[-1] < total or table.dtype != dtype:
-            size = max(total, 2 * table.shape[-1] if table.dtype == dtype else 0, 64)
-            device = self.bias_embedding.device
-            slots = torch.arange(size, device=device)
-            distance = slots[:, None] - slots[None, :]  # query slot minus key slot
-            buckets = self.bucket(
-                -distance.clamp(min=0), bidirectional=False, num_buckets=self.buckets, max_distance=self.max_distance
-            )
-            bias = self.bias_embedding[buckets].permute(2, 0, 1).to(dtype)  # [heads, query slot, key slot]
-            self.bias_table = bias.masked_fill(distance < 0, torch.finfo(dtype).min).unsqueeze(0).contiguous()
+            size = min(max(total, 2 * table.shape[-1] if table.dtype == dtype else 0, 64), CAUSAL_TABLE_SLOTS)
+            self.bias_table = self._bias_block(0, size, dtype).contiguous()
         return self.bias_table[:, :, past:total, :total]
+
+    def _bias_block(self, first: int, total: int, dtype: torch.dtype) -> torch.Tensor:
+        """``[1, heads, total - first, total]``: the bias of query slots ``first, ...`` over key slots ``0, ...``,
+        the lowest value at future keys."""
+        device = self.bias_embedding.device
+        distance = torch.arange(first, total, device=device)[:, None] - torch.arange(total, device=device)[None, :]
+        buckets = self.bucket(
+            -distance.clamp(min=0), bidirectional=False, num_buckets=self.buckets, max_distance=self.max_distance
+        )
+        bias = self.bias_embedding[buckets].permute(2, 0, 1).to(dtype)  # [heads, query slot, key slot]
+        return bias.masked_fill(distance < 0, torch.finfo(dtype).min).unsqueeze(0)
 
     def _act(self, hidden: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
         return self.float32_act(hidden) if dtype == torch.float32 else self.act(hidden)

@@ -99,13 +99,13 @@ class ProposerFactory:
         draft, family = self.draft, self.family
         device, dtype = draft.device, draft.dtype
         lean, lean_encoder = self.lean_parts()
+        mask = None if batch.attention_mask is None else batch.attention_mask.to(device)
         if self.shares_encoder:
             encoder_hidden_states = batch.encoder_hidden_states.to(device, dtype)
         else:
             inputs = batch.encoder_inputs.to(device)
             if inputs.is_floating_point():
                 inputs = inputs.to(dtype)
-            mask = None if batch.attention_mask is None else batch.attention_mask.to(device)
             if lean_encoder is not None:
                 encoder_hidden_states = lean_encoder(inputs, mask)
             else:
@@ -116,7 +116,6 @@ class ProposerFactory:
         graphed = self.graphed_step(lean)
         if graphed is not None:
             return graphed.runner(encoder_hidden_states)
-        mask = None if batch.attention_mask is None else batch.attention_mask.to(device)
         return DecoderRunner(draft, family, encoder_hidden_states, mask, lean)
 
     def graphed_step(self, lean: DecoderStep | None) -> GraphedWhisperDraft | None:

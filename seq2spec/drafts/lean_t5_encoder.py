@@ -23,8 +23,7 @@ import torch.nn.functional as F
 from torch import nn
 from transformers import PreTrainedModel
 
-from seq2spec.drafts.dense import checked_lean_step
-from seq2spec.drafts.lean_t5 import LEAN_FAMILIES, PROBE_TOLERANCE, clamp_float16, fused_activation, t5_norm
+from seq2spec.drafts.lean_t5 import LEAN_FAMILIES, checked_lean_t5, clamp_float16, fused_activation, t5_norm
 
 
 @dataclass(frozen=True)
@@ -94,11 +93,7 @@ class LeanT5Encoder:
     def checked(cls, model: PreTrainedModel, tolerance: float | None = None) -> LeanT5Encoder | None:
         """A lean encoder for ``model`` if it reproduces transformers' encoder output on a probe within
         ``tolerance`` (by default ``PROBE_TOLERANCE`` of the model's dtype), else None."""
-        if model.config.model_type not in LEAN_FAMILIES or model.training:
-            return None
-        if tolerance is None:
-            tolerance = PROBE_TOLERANCE.get(model.dtype, PROBE_TOLERANCE[torch.float32])
-        return checked_lean_step(cls, model, tolerance, int8=False)
+        return checked_lean_t5(cls, model, tolerance, int8=False)
 
     @torch.no_grad()
     def probe_difference(self, model: PreTrainedModel) -> float:

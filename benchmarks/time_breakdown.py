@@ -57,7 +57,9 @@ class Timers:
         if self.device.type == "cuda":
             torch.cuda.synchronize()
 
-    def wrap(self, part: str, function: Callable) -> Callable:
+    def wrap(self, part: str, function: Callable, *, counted: bool = True) -> Callable:
+        """``function`` with its time added to ``part`` (and, if ``counted``, its calls to the part's calls)."""
+
         def timed(*args, **kwargs):
             if self._depth:  # nested inside another timed part: counted there
                 return function(*args, **kwargs)
@@ -69,7 +71,7 @@ class Timers:
             finally:
                 self._sync()
                 self.seconds[part] += time.perf_counter() - start
-                self.calls[part] += 1
+                self.calls[part] += counted
                 self._depth -= 1
 
         return timed
@@ -83,6 +85,7 @@ def instrumented(timers: Timers, big: torch.nn.Module) -> Iterator[None]:
         (encoder, "forward", encoder.forward),
         (big, "forward", big.forward),
         (runner_module.DecoderRunner, "forward", runner_module.DecoderRunner.forward),
+        (runner_module.DecoderRunner, "cross_attention", runner_module.DecoderRunner.cross_attention),
         (StaticDraftRunner, "forward", StaticDraftRunner.forward),
         (LeanT5Encoder, "__call__", LeanT5Encoder.__call__),
         (sequences.PrefixProcessor, "positions", sequences.PrefixProcessor.positions),
@@ -100,6 +103,10 @@ def instrumented(timers: Timers, big: torch.nn.Module) -> Iterator[None]:
     encoder.forward = timers.wrap("encoder", encoder.forward)
     big.forward = timers.wrap("big forwards", big.forward)  # decoder and output head
     runner_module.DecoderRunner.forward = runner_forward
+    # the big model's cross-attention keys and values, computed before its first forward when a draft shares them
+    runner_module.DecoderRunner.cross_attention = timers.wrap(
+        "big forwards", runner_module.DecoderRunner.cross_attention, counted=False
+    )
     StaticDraftRunner.forward = timers.wrap("draft forwards", StaticDraftRunner.forward)  # CUDA graphs' runner
     LeanT5Encoder.__call__ = timers.wrap("draft forwards", LeanT5Encoder.__call__)  # a T5 draft's own encoder
     sequences.PrefixProcessor.positions = timers.wrap("logits processing", sequences.PrefixProcessor.positions)

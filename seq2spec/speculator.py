@@ -240,6 +240,7 @@ class Seq2SeqSpeculator:
             shares_encoder=self.shares_encoder,
             copy=copy_only or self.options.input_copy,
             proposer=proposer,
+            big=self.big,
         )
         self._tokenizer = tokenizer if not isinstance(tokenizer, str) else self._load_tokenizer(tokenizer)
         self._tokenizer_source = big if isinstance(big, str) else None

@@ -162,16 +162,26 @@ class ExactWhisperForward:
             key = linear_forward(module.k_proj, hidden).view(kv_shape).transpose(1, 2).contiguous()
             value = linear_forward(module.v_proj, hidden).view(kv_shape).transpose(1, 2).contiguous()
             key, value = cache.self_attention_cache.update(key, value, index)
-        elif cache.is_updated.get(index):
-            layer = cache.cross_attention_cache.layers[index]
-            key, value = layer.keys, layer.values
         else:
-            cache.is_updated[index] = True
-            key = linear_forward(module.k_proj, encoded).view(kv_shape).transpose(1, 2).contiguous()
-            value = linear_forward(module.v_proj, encoded).view(kv_shape).transpose(1, 2).contiguous()
-            key, value = cache.cross_attention_cache.update(key, value, index)
+            key, value = self.cross_attention(cache, index, encoded)
         attended, _ = self.attention(module, query, key, value, mask, dropout=0.0, scaling=1.0, output_attentions=False)
         return linear_forward(module.out_proj, attended.reshape(*input_shape, -1).contiguous())
+
+    def cross_attention(
+        self, cache: EncoderDecoderCache, index: int, encoded: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """Decoder layer ``index``'s cross-attention keys and values of ``encoded``, ``[rows, heads, frames,
+        head_dim]``: from the cache, or computed and cached as the layer's first forward does (a runner may ask for
+        them before that forward, to hand them to a draft whose projections are these)."""
+        if cache.is_updated.get(index):
+            layer = cache.cross_attention_cache.layers[index]
+            return layer.keys, layer.values
+        module = self.layers[index].cross_attention
+        kv_shape = (encoded.shape[0], -1, module.num_heads, module.head_dim)
+        cache.is_updated[index] = True
+        key = linear_forward(module.k_proj, encoded).view(kv_shape).transpose(1, 2).contiguous()
+        value = linear_forward(module.v_proj, encoded).view(kv_shape).transpose(1, 2).contiguous()
+        return cache.cross_attention_cache.update(key, value, index)
 
     # ------------------------------------------------------------------ the probe
 

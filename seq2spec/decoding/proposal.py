@@ -36,6 +36,9 @@ class DecodingBatch:
     # the prompt column where the transcript's own prompt starts: Whisper's start-of-transcript token, after any
     # previous text or initial prompt (0 when there is none)
     transcript_start: int = 0
+    # the big model's cross-attention keys and values of one decoder layer (computed once, for its own first forward
+    # as well), or None where they cannot be had outside that forward: for a draft that shares those projections
+    big_cross_attention: Callable[[int], tuple[torch.Tensor, torch.Tensor] | None] | None = None
 
     @property
     def rows(self) -> int:

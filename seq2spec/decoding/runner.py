@@ -112,6 +112,23 @@ class DecoderRunner:
                 )
         return output.logits.float()
 
+    def cross_attention(self, index: int) -> tuple[torch.Tensor, torch.Tensor] | None:
+        """Decoder layer ``index``'s cross-attention keys and values, computed now if no forward has yet, exactly
+        as the first forward would (which then reads them); None where only the model's own forward computes them
+        (no exact mirror with that ability)."""
+        compute = getattr(self.exact, "cross_attention", None)
+        if compute is None:
+            return None
+        return compute(self.cache, index, self.encoder_hidden_states)
+
+    def take_cross_attention(self, index: int, key: torch.Tensor, value: torch.Tensor) -> None:
+        """Before the first forward: decoder layer ``index`` attends over these keys and values (another model's,
+        from the same projection of the same encoder output) instead of computing its own."""
+        if self.cache_length:
+            raise RuntimeError("take_cross_attention applies before the first forward only")
+        self.cache.cross_attention_cache.update(key, value, index)
+        self.cache.is_updated[index] = True
+
     def keep(self, kept: list[int], fed: int) -> None:
         """Of the ``fed`` tokens of the last forward(s), row ``r`` keeps the first ``kept[r]``."""
         shifts = cache_ops.drop_last_entries(self.cache, [fed - count for count in kept])

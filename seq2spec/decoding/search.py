@@ -85,6 +85,8 @@ class SpeculativeSearch:
         attention_mask = model_kwargs.get("attention_mask")
         if self.family.model_type == "whisper":
             attention_mask = None  # Whisper's encoder reads every frame of a window; its decoder attends to all
+        exact = self.exact.for_model(model) if self.exact is not None else None
+        runner = DecoderRunner(model, self.family, encoder_hidden_states, attention_mask, head=self.head, exact=exact)
         batch = DecodingBatch(
             encoder_inputs=inputs_tensor if inputs_tensor is not None else input_ids,
             attention_mask=attention_mask,
@@ -96,9 +98,8 @@ class SpeculativeSearch:
             generator=self.generator,
             prompt_padding=prompt_padding,
             transcript_start=self._transcript_start(input_ids, generation_config),
+            big_cross_attention=runner.cross_attention,
         )
-        exact = self.exact.for_model(model) if self.exact is not None else None
-        runner = DecoderRunner(model, self.family, encoder_hidden_states, attention_mask, head=self.head, exact=exact)
         verifier: Verifier = (
             SamplingVerifier(self.generator, self.acceptance) if plan.do_sample else GreedyVerifier(self.acceptance)
         )

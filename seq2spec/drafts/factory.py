@@ -19,6 +19,7 @@ from seq2spec.drafts.lean_t5_encoder import LeanT5Encoder, has_hooks
 from seq2spec.drafts.lean_whisper import LeanWhisperDraft, is_whisper_draft
 from seq2spec.drafts.no_draft import NoDraft
 from seq2spec.drafts.schedule import LengthSchedule
+from seq2spec.drafts.shared_cross import big_cross_states, shared_cross_layers
 from seq2spec.options import SpeculationOptions, SpeculationStats
 
 
@@ -62,11 +63,13 @@ class ProposerFactory:
         shares_encoder: bool = False,
         copy: bool = False,
         proposer: Proposer | None = None,
+        big: PreTrainedModel | None = None,
     ) -> None:
         if draft is not None and family is None:
             raise ValueError("a draft model needs its family")
         self.options = options
         self.draft, self.family, self.shares_encoder = draft, family, shares_encoder
+        self.big = big
         self.copy = copy
         self.proposer = CheckedProposer(proposer) if proposer is not None else None
         self.copy_rewrite: SourceRewrite | None = None
@@ -113,10 +116,25 @@ class ProposerFactory:
                     **{family.encoder_input_name: inputs}, attention_mask=mask, return_dict=True
                 ).last_hidden_state
             stats.draft_encoder_calls += 1
+        shared = self.shared_cross_attention(batch)
         graphed = self.graphed_step(lean)
         if graphed is not None:
-            return graphed.runner(encoder_hidden_states)
-        return DecoderRunner(draft, family, encoder_hidden_states, mask, lean)
+            return graphed.runner(encoder_hidden_states, shared)
+        runner = DecoderRunner(draft, family, encoder_hidden_states, mask, lean)
+        for index, (key, value) in shared.items():
+            runner.take_cross_attention(index, key, value)
+        return runner
+
+    def shared_cross_attention(self, batch: DecodingBatch) -> dict[int, tuple[torch.Tensor, torch.Tensor]]:
+        """The big model's cross-attention keys and values for each draft layer whose projections are the big
+        model's (``shared_cross``), keyed by draft layer; empty when there are none or the big runner cannot give
+        them."""
+        if not self.shares_encoder or self.big is None or batch.big_cross_attention is None:
+            return {}
+        pairs = shared_cross_layers(self.big, self.draft)
+        if not pairs:
+            return {}
+        return big_cross_states(pairs, batch.big_cross_attention, self.draft.dtype, self.draft.device)
 
     def graphed_step(self, lean: DecoderStep | None) -> GraphedWhisperDraft | None:
         """Fixed-size-cache runners with CUDA graphs for a lean Whisper draft step on a CUDA device, checked against

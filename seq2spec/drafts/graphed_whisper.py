@@ -109,7 +109,13 @@ class StaticDraftRunner:
     """``DecoderRunner``'s interface for a draft (``forward``, ``keep``, ``select``, ``pad_prompt``) over a
     ``StaticDraftCache``; see the module docstring."""
 
-    def __init__(self, owner: GraphedWhisperDraft, buffers: StaticDraftCache, encoder_hidden_states: torch.Tensor):
+    def __init__(
+        self,
+        owner: GraphedWhisperDraft,
+        buffers: StaticDraftCache,
+        encoder_hidden_states: torch.Tensor,
+        shared_cross: dict[int, tuple[torch.Tensor, torch.Tensor]] | None = None,
+    ):
         self.owner, self.lean, self.buffers = owner, owner.lean, buffers
         self.device = encoder_hidden_states.device
         rows = encoder_hidden_states.shape[0]
@@ -121,7 +127,8 @@ class StaticDraftRunner:
         hidden = encoder_hidden_states.to(self.lean.embedding.dtype)
         with torch.no_grad():
             for index in range(len(self.lean.layers)):
-                key, value = self.lean.cross_states(index, hidden)
+                given = (shared_cross or {}).get(index)
+                key, value = given if given is not None else self.lean.cross_states(index, hidden)
                 buffers.cross_keys[index].copy_(key)
                 buffers.cross_values[index].copy_(value)
         buffers.owner = weakref.ref(self)
@@ -180,8 +187,13 @@ class GraphedWhisperDraft:
         self.eager_widths: set[int] = set()
         self.caches: OrderedDict[tuple[int, int], StaticDraftCache] = OrderedDict()
 
-    def runner(self, encoder_hidden_states: torch.Tensor) -> StaticDraftRunner:
-        """A runner for one batch (``[rows, frames, width]`` encoder output), over reused buffers when they are free."""
+    def runner(
+        self,
+        encoder_hidden_states: torch.Tensor,
+        shared_cross: dict[int, tuple[torch.Tensor, torch.Tensor]] | None = None,
+    ) -> StaticDraftRunner:
+        """A runner for one batch (``[rows, frames, width]`` encoder output), over reused buffers when they are free;
+        ``shared_cross``: cross-attention keys and values of some draft layers, given (the big model's)."""
         key = tuple(encoder_hidden_states.shape[:2])
         buffers = self.caches.get(key)
         if buffers is None:
@@ -191,7 +203,7 @@ class GraphedWhisperDraft:
         self.caches.move_to_end(key)
         while len(self.caches) > KEPT_BATCH_SIZES:
             self.caches.popitem(last=False)
-        return StaticDraftRunner(self, buffers, encoder_hidden_states)
+        return StaticDraftRunner(self, buffers, encoder_hidden_states, shared_cross or {})
 
     def run(self, buffers: StaticDraftCache, width: int) -> None:
         """One step over ``buffers``: a graph replay (captured on first use of this width) or an eager step (no

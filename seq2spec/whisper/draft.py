@@ -136,13 +136,52 @@ def save_whisper_draft(draft, directory: str | Path, *, dtype: torch.dtype = tor
     return directory
 
 
+def share_frozen_cross_projections(draft, big, stored: dict[str, torch.Tensor]) -> list[tuple[int, int]]:
+    """Give each draft layer whose stored cross-attention key and value projections are a big decoder layer's, as
+    stored (the distillation recipe keeps them frozen), that big layer's own projection modules; returns the
+    (draft layer, big layer) pairs.
+
+    The draft then computes with the weights it was trained with (the big model's, not their copy rounded to the
+    stored precision), and the speculator hands it the big model's cross-attention keys and values of those layers
+    instead of computing them again (``seq2spec.drafts.shared_cross``)."""
+    pairs = []
+    big_layers = big.model.decoder.layers
+    for index, layer in enumerate(draft.model.decoder.layers):
+        for source, big_layer in enumerate(big_layers):
+            if _stored_copy_of(stored, f"layers.{index}.encoder_attn", big_layer.encoder_attn):
+                layer.encoder_attn.k_proj = big_layer.encoder_attn.k_proj
+                layer.encoder_attn.v_proj = big_layer.encoder_attn.v_proj
+                pairs.append((index, source))
+                break
+    return pairs
+
+
+def _stored_copy_of(stored: dict[str, torch.Tensor], prefix: str, attention: nn.Module) -> bool:
+    """Whether the stored key and value projections under ``prefix`` are ``attention``'s rounded to their dtype."""
+    for projection in ("k_proj", "v_proj"):
+        module = getattr(attention, projection)
+        if type(module) is not nn.Linear:
+            return False
+        for name in ("weight", "bias"):
+            mine, theirs = stored.get(f"{prefix}.{projection}.{name}"), getattr(module, name)
+            if (mine is None) != (theirs is None):
+                return False
+            if mine is not None and (
+                mine.shape != theirs.shape or not torch.equal(theirs.detach().to(mine.device, mine.dtype), mine)
+            ):
+                return False
+    return True
+
+
 def load_whisper_draft(big, directory: str | Path | None = None, *, full_vocabulary: bool = False):
     """Attach a saved draft to a loaded big Whisper model; it takes the big model's device and dtype.
 
     ``directory`` defaults to the shipped draft for Whisper base. The draft's token and position embeddings and
     output projection are the big model's own modules, so it adds only its decoder layers to memory (and, for a
-    draft saved with a vocabulary subset, that subset's rows of the projection). ``full_vocabulary`` ignores a
-    saved subset and scores every token. Speculation options saved with the draft (``speculation_options`` in its
+    draft saved with a vocabulary subset, that subset's rows of the projection). Stored cross-attention key and value
+    projections that are a big layer's as stored (frozen in distillation, as the shipped draft's) become that layer's
+    own modules too (``share_frozen_cross_projections``). ``full_vocabulary`` ignores a saved subset and scores
+    every token. Speculation options saved with the draft (``speculation_options`` in its
     config) ride along as ``draft.seq2spec_options``: ``Seq2SeqSpeculator`` uses them unless given its own.
     """
     from safetensors.torch import load_file
@@ -181,6 +220,7 @@ def load_whisper_draft(big, directory: str | Path | None = None, *, full_vocabul
             value.copy_(state[name])
     decoder.layers.to(parameter.dtype)
     decoder.layer_norm.to(parameter.dtype)
+    share_frozen_cross_projections(draft, big, state)
     if subset is not None and not full_vocabulary:
         restrict_output_vocabulary(draft, subset.long())
     # the speculation options the draft was tuned with (seq2spec.options.recommended_options)

@@ -197,3 +197,35 @@ def test_whisper_causal_draft_replays_cuda_graphs(dtype, monkeypatch):
     for reads_prompt in (False, True):
         reading = Seq2SeqSpeculator(big, draft, draft_reads_prompt=reads_prompt)
         assert_same(reading.generate(input_features=features, **kwargs), expected)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_loaded_whisper_draft_shares_the_big_models_cross_attention(dtype, tmp_path, monkeypatch):
+    """A saved draft whose cross-attention projections are frozen copies is given the big model's modules on load,
+    and takes the big model's keys and values on the device (fixed-size cache, graphs) instead of computing them."""
+    from seq2spec.drafts.lean_whisper import LeanWhisperDraft
+    from seq2spec.drafts.shared_cross import shared_cross_layers
+    from seq2spec.whisper.draft import draft_from_big_layers, load_whisper_draft, save_whisper_draft
+
+    big = build_toy_whisper(decoder_layers=3).to(DEVICE, DTYPES[dtype])
+    save_whisper_draft(draft_from_big_layers(big, [0, 2]), tmp_path, dtype=DTYPES[dtype])
+    draft = load_whisper_draft(big, tmp_path)
+    assert shared_cross_layers(big, draft) == ((0, 0), (1, 2))
+    speculator = Seq2SeqSpeculator(big, draft)
+    features = toy_features(6, seed=4).to(DEVICE, DTYPES[dtype])
+    speculator.generate(input_features=features[:1], max_new_tokens=2, language="fr")  # probes before counting
+    computed = []
+    cross_states = LeanWhisperDraft.cross_states
+    monkeypatch.setattr(
+        LeanWhisperDraft, "cross_states", lambda self, i, hidden: computed.append(i) or cross_states(self, i, hidden)
+    )
+    expected = big.generate(features, max_new_tokens=30, language="fr")
+    actual = speculator.generate(input_features=features, max_new_tokens=30, language="fr")
+    if dtype == "bfloat16":
+        scored = big.generate(
+            features, max_new_tokens=30, language="fr", return_dict_in_generate=True, output_scores=True
+        )
+        assert_same_or_tied(actual, scored, big.generation_config.pad_token_id, tolerance=0.125)
+    else:
+        assert_same(actual, expected)
+    assert computed == [] and speculator.last_stats.accepted_draft_tokens > 0

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pytest
 import torch
+import torch.nn.functional as F
 from safetensors.torch import load_file, save_file
 from toy_helpers import build_toy_whisper, prompted_long_form, toy_features
 
@@ -154,3 +155,26 @@ def test_the_fixed_cache_takes_given_keys_and_values(big, tmp_path, monkeypatch)
     assert computed == [0]
     assert torch.equal(runner.buffers.cross_keys[1], given[0] + 1)
     assert torch.equal(runner.buffers.cross_values[1], given[1] - 1)
+
+
+def test_the_speculator_on_the_fixed_cache_shares_them(big, tmp_path, monkeypatch):
+    """The fixed-size cache (what CUDA graphs replay; eager here) takes the big model's keys and values as well."""
+    monkeypatch.setattr(ProposerFactory, "static_draft_cache", lambda self, device: True)
+    draft = _loaded(big, tmp_path)
+    features = toy_features(5, seed=8)
+    expected = big.generate(features, max_new_tokens=30, language="fr")
+    speculator = Seq2SeqSpeculator(big, draft, int8_draft=False)
+    assert speculator._proposers.graphed_step(speculator._proposers.lean_step()) is not None
+    computed = _count_cross_computations(monkeypatch)
+    runners = _record_runners(monkeypatch)
+    assert torch.equal(speculator.generate(input_features=features, max_new_tokens=30, language="fr"), expected)
+    assert speculator.last_stats.accepted_draft_tokens > 0
+    assert computed == []
+    draft_runner = runners[-2]
+    with torch.no_grad():
+        encoded = big.get_encoder()(features).last_hidden_state
+    rows, heads = features.shape[0], big.config.decoder_attention_heads
+    for draft_layer, big_layer in ((0, 0), (1, 2)):  # the big layer's keys, as its exact forward computes them
+        projection = big.model.decoder.layers[big_layer].encoder_attn.k_proj
+        keys = F.linear(encoded, projection.weight, projection.bias).view(rows, -1, heads, big.config.d_model // heads)
+        assert torch.equal(draft_runner.buffers.cross_keys[draft_layer][:rows], keys.transpose(1, 2))

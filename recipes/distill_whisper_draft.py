@@ -636,8 +636,9 @@ def stage_train(args) -> None:
     torch.manual_seed(args.seed)
     draft, trainable = new_draft(args, big)
     if initial_draft is not None:
-        draft.model.decoder.layers.load_state_dict(initial_draft.model.decoder.layers.float().state_dict())
-        draft.model.decoder.layer_norm.load_state_dict(initial_draft.model.decoder.layer_norm.float().state_dict())
+        for part in ("layers", "layer_norm"):  # copies in float32 (the loaded draft's modules may be base's own)
+            state = getattr(initial_draft.model.decoder, part).state_dict()
+            getattr(draft.model.decoder, part).load_state_dict({name: value.float() for name, value in state.items()})
     optimizer = torch.optim.AdamW(trainable, lr=args.lr, weight_decay=0.01)
     checkpoint = args.work_dir / "draft.ckpt"
     step, elapsed = 0, 0.0

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import io
 import json
+import warnings
 
 import numpy as np
 import pytest
@@ -13,6 +15,7 @@ from synthetic_audio import tone
 from seq2spec import Seq2SeqSpeculator
 from seq2spec.commands.main import main
 from seq2spec.commands.transcribe import completed_files, render
+from seq2spec.progress import AudioProgress
 from seq2spec.whisper.audio import load_audio
 
 GOOD = {"a_8k_mono.wav", "b_16k_stereo.flac", "c_44k_stereo.wav", "d_16k_mono.ogg"}
@@ -235,3 +238,27 @@ def test_int8_dtype(toy_whisper_dirs, audio_folder, tmp_path):
         features = processor.feature_extractor(load_audio(path), sampling_rate=16000, return_tensors="pt")
         ids = big.generate(features.input_features, language="en", task="transcribe")
         assert records[name]["text"] == processor.batch_decode(ids, skip_special_tokens=True)[0].strip()
+
+
+def test_audio_progress_never_passes_its_total():
+    """Windows add up to more than the rounded total (3 x 2.46 s against 7.3): the bar stops at its total, moves to
+    each finished batch's seconds, and never goes back."""
+    from tqdm import tqdm
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # tqdm warns when its count passes its total
+        bar = tqdm(total=round(3 * 2.435, 1), disable=False, file=io.StringIO())
+        done = AudioProgress(bar)
+        for _ in range(3):
+            done.add(2.46)
+        assert bar.n == bar.total == 7.3
+        done.move_to(7.305)
+        assert bar.n == 7.3
+        bar.close()
+    bar = tqdm(total=10.0, file=io.StringIO())
+    done = AudioProgress(bar)
+    done.add(3.46)
+    done.move_to(3.0)  # the batch's files: fewer seconds than its windows reported
+    assert bar.n == 3.5
+    done.add(1.0)
+    assert bar.n == 4.0

@@ -26,6 +26,7 @@ from seq2spec.commands.flags import (
     torch_dtype,
 )
 from seq2spec.commands.outputs import JsonlRecords, OutputError, OutputLock, check_output_path, write_file_atomically
+from seq2spec.progress import AudioProgress
 from seq2spec.whisper.audio import AudioError, duration_seconds, find_audio, load_audio
 
 
@@ -195,18 +196,19 @@ def _transcribe(args: argparse.Namespace, files: list[Path]) -> int:
     progress = tqdm(
         total=round(sum(durations.values()), 1), unit="s", desc="audio", dynamic_ncols=True, file=sys.stderr
     )
+    seconds_done = AudioProgress(progress)
     proposed = accepted = 0
+    covered = 0.0  # seconds of audio in the batches done
     with results:
         for start in range(0, len(todo), args.batch_size):
             batch = todo[start : start + args.batch_size]
-            before = progress.n
             records = transcribe_records(
                 speculator,
                 batch,
                 language=args.language,
                 task=args.task,
                 timestamps=args.timestamps,
-                on_progress=lambda seconds: progress.update(round(seconds, 1)),
+                on_progress=seconds_done.add,
                 decoding=decoding,
                 words=args.word_timestamps,
             )
@@ -222,7 +224,8 @@ def _transcribe(args: argparse.Namespace, files: list[Path]) -> int:
                 if side_folder is not None:
                     target = side_file(side_folder, Path(record["file"]), root, args.format)
                     write_file_atomically(target, render(record, args.format))
-            progress.update(max(0.0, round(sum(durations[p] for p in batch) - (progress.n - before), 1)))
+            covered += sum(durations[p] for p in batch)
+            seconds_done.move_to(covered)
             rtf = (time.perf_counter() - started) / max(audio_seconds, 1e-9)
             progress.set_postfix(files=f"{start + len(batch)}/{len(todo)}", rtf=f"{rtf:.3f}")
     progress.close()

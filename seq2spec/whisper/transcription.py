@@ -133,8 +133,10 @@ def transcribe_clips(
 
         from tqdm import tqdm
 
+        from seq2spec.progress import AudioProgress
+
         bar = tqdm(total=round(sum(len(c) for c in clips) / SAMPLING_RATE, 1), unit="s", desc="audio", file=sys.stderr)
-        report = bar.update
+        report = AudioProgress(bar).add
     else:
         report = progress or (lambda seconds: None)
     for start in range(0, len(order), batch_size):

@@ -125,9 +125,10 @@ class StaticDraftRunner:
         buffers.next_slot.zero_()
         buffers.padding.zero_()
         hidden = encoder_hidden_states.to(self.lean.embedding.dtype)
+        shared_cross = shared_cross or {}
         with torch.no_grad():
             for index in range(len(self.lean.layers)):
-                given = (shared_cross or {}).get(index)
+                given = shared_cross.get(index)
                 key, value = given if given is not None else self.lean.cross_states(index, hidden)
                 buffers.cross_keys[index].copy_(key)
                 buffers.cross_values[index].copy_(value)
@@ -203,7 +204,7 @@ class GraphedWhisperDraft:
         self.caches.move_to_end(key)
         while len(self.caches) > KEPT_BATCH_SIZES:
             self.caches.popitem(last=False)
-        return StaticDraftRunner(self, buffers, encoder_hidden_states, shared_cross or {})
+        return StaticDraftRunner(self, buffers, encoder_hidden_states, shared_cross)
 
     def run(self, buffers: StaticDraftCache, width: int) -> None:
         """One step over ``buffers``: a graph replay (captured on first use of this width) or an eager step (no

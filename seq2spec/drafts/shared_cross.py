@@ -12,6 +12,8 @@ untouched; the draft skips work whose result it already has.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import torch
 from transformers import PreTrainedModel
 
@@ -44,7 +46,10 @@ def shared_cross_layers(big: PreTrainedModel, draft: PreTrainedModel) -> tuple[t
 
 
 def big_cross_states(
-    pairs: tuple[tuple[int, int], ...], compute, dtype: torch.dtype, device: torch.device
+    pairs: tuple[tuple[int, int], ...],
+    compute: Callable[[int], tuple[torch.Tensor, torch.Tensor] | None],
+    dtype: torch.dtype,
+    device: torch.device,
 ) -> dict[int, tuple[torch.Tensor, torch.Tensor]]:
     """For each shared ``(draft layer, big layer)``, the big layer's keys and values from ``compute(big layer)``
     (the big runner's ``cross_attention``), keyed by draft layer; empty when ``compute`` cannot give them or they

@@ -36,6 +36,7 @@ from metrics import correction_counts, error_counts, typo_counts
 from tqdm import tqdm
 
 from seq2spec import Seq2SeqSpeculator
+from seq2spec.capital_check import CapitalCheck, output_scorer
 from seq2spec.memory import retain_freed_memory
 from seq2spec.text_pieces import PiecedTexts
 from seq2spec.text_steps import TextSteps
@@ -71,17 +72,33 @@ def decode_greedy(
     prefix: str | None,
     split_longer_than: int | None,
     steps: TextSteps | None = None,
+    check: CapitalCheck | None = None,
+    originals: list[str] | None = None,
 ) -> list[str]:
     """Plain ``big.generate(do_sample=False)`` over the same length-sorted batches ``correct`` uses; a text longer
     than ``split_longer_than`` characters piece by piece, as ``correct`` cuts it; through ``steps`` (capitals
-    folded, dictionary words kept) as ``correct`` runs them."""
+    folded, dictionary words kept) and ``check`` (capitalised non-words checked, against ``originals``, the texts
+    as written) as ``correct`` runs them."""
     if steps is not None:
         return steps.run(
-            texts, lambda written: decode_greedy(speculator, written, batch_size, prefix, split_longer_than)
+            texts,
+            lambda written: decode_greedy(
+                speculator, written, batch_size, prefix, split_longer_than, check=check, originals=texts
+            ),
         )
+    originals = texts if originals is None else originals
     if split_longer_than is not None and any(len(text) > split_longer_than for text in texts):
         pieced = PiecedTexts.of(texts, split_longer_than)
-        return pieced.join(decode_greedy(speculator, pieced.pieces, batch_size, prefix, None))
+        original_pieces = PiecedTexts.of(originals, split_longer_than).pieces
+        return pieced.join(
+            decode_greedy(speculator, pieced.pieces, batch_size, prefix, None, check=check, originals=original_pieces)
+        )
+    outputs = greedy_texts(speculator, texts, batch_size, prefix)
+    return outputs if check is None else check(originals, texts, outputs)
+
+
+def greedy_texts(speculator: Seq2SeqSpeculator, texts: list[str], batch_size: int, prefix: str | None) -> list[str]:
+    """``big.generate(do_sample=False)`` of each text, in length-sorted batches as ``correct`` forms them."""
     tokenizer, big = speculator.tokenizer, speculator.big
     sources = [prefix + t if prefix else t for t in texts]
     encoded = [tokenizer(s)["input_ids"] for s in sources]
@@ -158,7 +175,8 @@ def markdown(report: dict) -> str:
         f"{report['pairs']} pairs from `{report['data']}`; model `{report['model']}`, draft `{report['draft']}`, "
         f"batch size {report['batch_size']}"
         + ("; capitalised words folded" if report.get("fold_capitals") else "")
-        + ("; dictionary words kept" if report.get("keep_dictionary_words") else ""),
+        + ("; dictionary words kept" if report.get("keep_dictionary_words") else "")
+        + ("; capitalised non-words checked" if report.get("check_capitals") else ""),
         "",
         "| | source (uncorrected) | greedy | seq2spec |",
         "|---|---:|---:|---:|",
@@ -239,6 +257,12 @@ def main(argv: list[str] | None = None) -> int:
         "model's own default, on for the shipped speller)",
     )
     parser.add_argument(
+        "--check-capitals",
+        action=argparse.BooleanOptionalAction,
+        help="as correct does: a capitalised non-word the model left takes its dictionary neighbour when the model "
+        "scores that within 6.5 nats of its own output (default: the model's own default, on for the shipped speller)",
+    )
+    parser.add_argument(
         "--peers",
         default=",".join(PEERS),
         help="classical spell checkers scored beside the model, comma-separated, or 'none' (default: %(default)s)",
@@ -262,19 +286,23 @@ def main(argv: list[str] | None = None) -> int:
     split = speculator.split_longer_than if args.split_longer_than is None else (args.split_longer_than or None)
     fold = speculator.fold_capitals if args.fold_capitals is None else args.fold_capitals
     keep = speculator.keep_dictionary_words if args.keep_dictionary_words is None else args.keep_dictionary_words
+    check = speculator.check_capitals if args.check_capitals is None else args.check_capitals
     steps = TextSteps(fold_capitals=fold, keep_dictionary_words=keep)
+    score = output_scorer(speculator.big, speculator.tokenizer, args.prefix)
+    checker = CapitalCheck(score, speculator.capital_check_margin) if check else None
     options = dict(
         batch_size=args.batch_size,
         prefix=args.prefix,
         split_longer_than=split,
         fold_capitals=fold,
         keep_dictionary_words=keep,
+        check_capitals=check,
     )
     speculator.correct(sources[:4], **options)  # warm-up
 
     print(f"greedy decoding of {len(sources)} sources ...", file=sys.stderr)
     started = time.perf_counter()
-    greedy = decode_greedy(speculator, sources, args.batch_size, args.prefix, split, steps)
+    greedy = decode_greedy(speculator, sources, args.batch_size, args.prefix, split, steps, checker)
     greedy_seconds = time.perf_counter() - started
     print("seq2spec decoding ...", file=sys.stderr)
     started = time.perf_counter()
@@ -292,6 +320,7 @@ def main(argv: list[str] | None = None) -> int:
         "batch_size": args.batch_size,
         "fold_capitals": fold,
         "keep_dictionary_words": keep,
+        "check_capitals": check,
         "source": {
             "cer": error_counts(references, sources, "char").rate,
             "wer": error_counts(references, sources).rate,

@@ -955,7 +955,9 @@ It trained on sentences of 20 to 140 characters and repeats or drops text when g
 `Seq2SeqSpeculator.correct` and `seq2spec correct` hand it longer texts one sentence at a time
 (`split_longer_than`, 140 by default for this model). It copies capitalised words it does not know far more
 often than it corrects them, so `correct` gives it such a word in lower case when a dictionary word is close and
-capitalises its word in that place (`fold_capitals`, on by default for this model). It now and then garbles a
+capitalises its word in that place (`fold_capitals`, on by default for this model); where it still leaves such a
+word as a non-word one edit from a dictionary word, `correct` takes the dictionary word if the model scores it within
+6.5 nats of its own output (`check_capitals`, on by default for this model). It now and then garbles a
 correct word it copies ("Staff" -> "Satuff"), so `correct` gives back a dictionary word that the model made into a
 word no dictionary knows (`keep_dictionary_words`, on by default for this model).
 """
@@ -1081,12 +1083,21 @@ def repository_path(path: str) -> str:
 
 def system_name(report: dict, alone: bool) -> str:
     """The model's row name in the card's comparison: which of ``correct``'s steps around the model the report
-    took (``fold_capitals``, ``keep_dictionary_words``; both are ``correct``'s default for this model)."""
-    fold, keep = report.get("fold_capitals", False), report.get("keep_dictionary_words", False)
-    if fold and keep:
-        return "this model (seq2spec, `correct`'s default: capitals folded, dictionary words kept)"
-    if fold or keep:
-        return f"this model (seq2spec, {'capitals folded' if fold else 'dictionary words kept'} only)"
+    took (``fold_capitals``, ``check_capitals``, ``keep_dictionary_words``; all three are ``correct``'s default for
+    this model)."""
+    taken = [
+        name
+        for key, name in (
+            ("fold_capitals", "capitals folded"),
+            ("check_capitals", "capitalised non-words checked"),
+            ("keep_dictionary_words", "dictionary words kept"),
+        )
+        if report.get(key, False)
+    ]
+    if len(taken) == 3:
+        return f"this model (seq2spec, `correct`'s default: {', '.join(taken)})"
+    if taken:
+        return f"this model (seq2spec, {', '.join(taken)} only)"
     return "this model (seq2spec)" if alone else "this model (seq2spec, its output as it is)"
 
 

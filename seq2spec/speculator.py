@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 from transformers import GenerationConfig, PreTrainedModel, PreTrainedTokenizerBase
 
+from seq2spec.capital_check import DEFAULT_MARGIN, CapitalCheck, output_scorer
 from seq2spec.classical import SpellCheckedSource
 from seq2spec.decoding.exact import ExactForwards
 from seq2spec.decoding.families import Family, family_of
@@ -64,13 +65,23 @@ class _ModelDefault:
 MODEL_DEFAULT = _ModelDefault()
 
 
-def _correct_pieces(texts: list[str], limit: int | None, decode: Callable[[list[str]], list[str]]) -> list[str]:
-    """``decode(texts)``, or for texts longer than ``limit`` characters ``decode`` of their sentence pieces."""
+def _correct_pieces(
+    texts: list[str],
+    originals: list[str],
+    limit: int | None,
+    decode: Callable[[list[str], list[str]], list[str]],
+) -> list[str]:
+    """``decode(texts, originals)``, or for texts longer than ``limit`` characters ``decode`` of their sentence
+    pieces and the same pieces of ``originals`` (the texts as written: ``texts`` may differ from them in case only,
+    so both are cut alike)."""
     if limit is None or all(len(text) <= limit for text in texts):
-        return decode(texts)
+        return decode(texts, originals)
     pieced = PiecedTexts.of(texts, limit)
+    original_pieces = PiecedTexts.of(originals, limit).pieces
+    if len(original_pieces) != len(pieced.pieces):
+        raise RuntimeError("the texts as written and as the model reads them were cut into different pieces")
     try:
-        decoded = decode(pieced.pieces)
+        decoded = decode(pieced.pieces, original_pieces)
     except InputTooLongError as error:  # a piece (a sentence or a clause) over the limit: name its text
         owner = pieced.owners[error.index]
         raise InputTooLongError(
@@ -182,6 +193,10 @@ class Seq2SeqSpeculator:
         # words the model made into non-words (the shipped speller)
         self.fold_capitals = False
         self.keep_dictionary_words = False
+        # correct() gives a capitalised word the model left as a non-word its dictionary neighbour when the model
+        # scores that nearly as high (the shipped speller), within this many nats of its own output
+        self.check_capitals = False
+        self.capital_check_margin = DEFAULT_MARGIN
         int8 = is_int8_dtype(dtype)
         if int8 and not (big is None or isinstance(big, str)):
             raise ValueError(
@@ -196,6 +211,7 @@ class Seq2SeqSpeculator:
             self.split_longer_than = SPELLER_SENTENCE_CHARS
             self.fold_capitals = True
             self.keep_dictionary_words = True
+            self.check_capitals = True
             tokenizer = shipped_tokenizer if tokenizer is None else tokenizer
         elif small is SHIPPED:
             small = None
@@ -430,6 +446,7 @@ class Seq2SeqSpeculator:
         split_longer_than: int | None | _ModelDefault = MODEL_DEFAULT,
         fold_capitals: bool | _ModelDefault = MODEL_DEFAULT,
         keep_dictionary_words: bool | _ModelDefault = MODEL_DEFAULT,
+        check_capitals: bool | _ModelDefault = MODEL_DEFAULT,
         **generation_kwargs: Any,
     ) -> list[str]:
         """Decode each text with the big model's greedy output, in the caller's order.
@@ -453,6 +470,12 @@ class Seq2SeqSpeculator:
         ``keep_dictionary_words``: where the model replaced a dictionary word of the text with a word the dictionary
         does not know ("Staff" -> "Satuff"), the word comes back as the text wrote it (``seq2spec.dictionary_words``);
         every other change is the model's. By default on for the shipped speller, off for other models.
+
+        ``check_capitals``: a capitalised word the dictionary does not know, which the model left as a non-word
+        ("Lnog", "Erosiin" -> "Erosin"), takes the dictionary word one edit away when the big model scores its
+        output with that word at most ``capital_check_margin`` nats (6.5) below its own output
+        (``seq2spec.capital_check``; two teacher-forced scores per such word); names the model is sure of stay. By
+        default on for the shipped speller, off for other models.
         """
         texts = _check_texts(texts)
         if not isinstance(batch_size, int) or isinstance(batch_size, bool) or batch_size < 1:
@@ -471,13 +494,28 @@ class Seq2SeqSpeculator:
                 else keep_dictionary_words
             ),
         )
+        check = self.check_capitals if isinstance(check_capitals, _ModelDefault) else check_capitals
+        if not isinstance(check, bool):
+            raise TypeError(f"check_capitals must be True or False, got {check!r}")
+        score = output_scorer(self.big, self.tokenizer, prefix)
+        checker = CapitalCheck(score, self.capital_check_margin) if check else None
 
-        def decode(pieces: list[str]) -> list[str]:
-            return self._correct_whole(
+        def decode(pieces: list[str], originals: list[str]) -> list[str]:
+            outputs = self._correct_whole(
                 pieces, batch_size, max_new_tokens, prefix, truncate, progress, generation_kwargs
             )
+            if checker is None:
+                return outputs
+            unchanged = self.returns_unchanged
+            checked = [i for i, piece in enumerate(pieces) if unchanged is None or not unchanged(piece)]
+            results = checker(
+                [originals[i] for i in checked], [pieces[i] for i in checked], [outputs[i] for i in checked]
+            )
+            for index, result in zip(checked, results, strict=True):
+                outputs[index] = result
+            return outputs
 
-        return steps.run(texts, lambda written: _correct_pieces(written, limit, decode))
+        return steps.run(texts, lambda written: _correct_pieces(written, texts, limit, decode))
 
     def _correct_whole(
         self,

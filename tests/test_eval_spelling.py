@@ -54,19 +54,23 @@ def test_recipe_reports_identical_outputs_and_figures(toy_byte_models, tmp_path)
     # back, and both have garbled dictionary words given back
     status = eval_spelling.main(
         [str(data), "--model", str(tmp_path / "big"), "--draft", str(tmp_path / "small"), "--fold-capitals",
-         "--keep-dictionary-words", "--batch-size", "4", "--out", str(out), "--name", "folded", "--threads", "1",
-         "--peers", "none"]
+         "--keep-dictionary-words", "--check-capitals", "--batch-size", "4", "--out", str(out), "--name", "folded",
+         "--threads", "1", "--peers", "none"]
     )  # fmt: skip
     assert status == 0
     folded = json.loads((out / "folded.json").read_text())
     assert folded["fold_capitals"] and not report["fold_capitals"] and folded["identical_share"] == 1.0
     assert folded["keep_dictionary_words"] and not report["keep_dictionary_words"]
-    assert "capitalised words folded; dictionary words kept" in (out / "folded.md").read_text()
+    assert folded["check_capitals"] and not report["check_capitals"]
+    text = (out / "folded.md").read_text()
+    assert "capitalised words folded; dictionary words kept; capitalised non-words checked" in text
     card = train_speller.evaluation_tables([out / "folded.json", out / "spelling.json"])  # one table, both rows
     table = [line for line in card.splitlines() if line.startswith("| ")]
     assert [row.split(" | ")[0] for row in table[1:3]] == [
-        "| noisy input", "| this model (seq2spec, `correct`'s default: capitals folded, dictionary words kept)"
-    ]  # fmt: skip
+        "| noisy input",
+        "| this model (seq2spec, `correct`'s default: capitals folded, capitalised non-words checked, dictionary words "
+        "kept)",
+    ]
     assert table[3].startswith("| this model (seq2spec, its output as it is) |") and card.count("pairs, ") == 1
 
     jsonl = tmp_path / "pairs.jsonl"

@@ -224,6 +224,9 @@ def correct_arguments(args: argparse.Namespace) -> dict:
     keep = getattr(args, "keep_dictionary_words", None)
     if keep is not None:
         arguments["keep_dictionary_words"] = keep
+    check = getattr(args, "check_capitals", None)
+    if check is not None:
+        arguments["check_capitals"] = check
     return arguments
 
 
@@ -270,6 +273,12 @@ def add_parser(commands) -> argparse.ArgumentParser:
         action=argparse.BooleanOptionalAction,
         help="where the model made a dictionary word into a word no English dictionary knows, keep the word as "
         "written (default: on for the shipped speller, off otherwise)",
+    )
+    correct.add_argument(
+        "--check-capitals",
+        action=argparse.BooleanOptionalAction,
+        help="where the model left a capitalised non-word one edit from a dictionary word, take that word if the "
+        "model scores it within 6.5 nats of its own output (default: on for the shipped speller, off otherwise)",
     )
     correct.add_argument(
         "--out", type=Path, help="output file (default: standard output); a directory with --ray; resumable"

@@ -1,0 +1,139 @@
+"""Capitalised non-words the model left, given their dictionary neighbour when the model scores it nearly as high."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from seq2spec import Seq2SeqSpeculator
+from seq2spec.capital_check import DEFAULT_MARGIN, CapitalCheck, candidates, output_scorer
+from seq2spec.commands.main import main
+from seq2spec.default_models import SPELLER_DIR, load_speller
+
+# a dictionary of a few words, and the word one edit away from some non-words
+KNOWN = {"long", "ago", "england", "men", "erosion", "the", "ridges", "runs", "on", "from", "of", "inhabitants"}
+NEIGHBOURS = {"lnog": "long", "englanx": "england", "xen": "men", "erosiin": "erosion", "erosin": "erosion"}
+
+
+def correct_word(word: str) -> str | None:
+    return word if word in KNOWN else NEIGHBOURS.get(word)
+
+
+def test_candidates_are_capitalised_non_words_left_as_non_words():
+    originals = ["Lnog ago", "Erosiin of ridges", "Erosiin of ridges", "lnog ago", "Long ago", "Xen runs"]
+    inputs = ["lnog ago", "erosiin of ridges", "erosiin of ridges", "lnog ago", "Long ago", "Xen runs"]
+    outputs = ["lnog ago", "erosin of ridges", "from of ridges", "lnog ago", "Long ago", "Xen runs!"]
+    _, found = candidates(originals, inputs, outputs, correct_word)
+    by_text = {c.text: c.replacement for c in found}
+    assert by_text == {
+        0: "long",  # copied (read in lower case, so written in lower case: the capital comes back later)
+        1: "erosion",  # made into another non-word
+        5: "Men",  # copied as written: the replacement takes the output word's case
+    }
+    # 2: the model chose a dictionary word; 3: not capitalised as written; 4: a dictionary word
+
+
+def test_replacements_the_model_scores_within_the_margin_are_taken():
+    scores = {"Xen runs": 0.0, "Men runs": -12.0, "Lnog ago": -3.0, "Long ago": -3.0 - DEFAULT_MARGIN}
+    seen = []
+
+    def score(texts: list[str], outputs: list[str]) -> list[float]:
+        seen.extend(texts)
+        return [scores[output] for output in outputs]
+
+    check = CapitalCheck(score, correct_word=correct_word)
+    originals = ["Xen runs", "Lnog ago", "Long ago"]
+    assert check(originals, originals, ["Xen runs", "Lnog ago", "Long ago"]) == ["Xen runs", "Long ago", "Long ago"]
+    assert seen == ["Xen runs", "Lnog ago"] * 2  # the model's own output and the replacement, on what it read
+    assert CapitalCheck(score, margin=DEFAULT_MARGIN - 0.5, correct_word=correct_word)(
+        originals[1:2], originals[1:2], ["Lnog ago"]
+    ) == ["Lnog ago"]
+    with pytest.raises(ValueError, match="margin"):
+        CapitalCheck(score, margin=-1.0, correct_word=correct_word)
+
+
+def test_nothing_to_check_scores_nothing():
+    def score(texts, outputs):
+        raise AssertionError("scored")
+
+    check = CapitalCheck(score, correct_word=correct_word)
+    assert check(["the ridges"], ["the ridges"], ["the ridges"]) == ["the ridges"]
+    # words that do not line up with the text as written are left alone
+    assert check(["Lnog ago"], ["Lnog ago now"], ["Lnog ago now"]) == ["Lnog ago now"]
+
+
+SHIPPED = (SPELLER_DIR / "big").is_dir() and (SPELLER_DIR / "small").is_dir()
+needs_weights = pytest.mark.skipif(not SHIPPED, reason="the speller weights are not shipped")
+
+
+@needs_weights
+def test_output_scores_are_the_models_log_probabilities_padding_aside():
+    big, _, tokenizer = load_speller()
+    score = output_scorer(big, tokenizer, batch_size=8)
+    texts = ["the chidren of srael", "Lnog ago, in a finite state far away, there lived a character named Jack."]
+    outputs = ["the children of Israel", "Long ago, in a finite state far away, there lived a character named Jack."]
+    together = score(texts, outputs)
+    alone = [score([text], [output])[0] for text, output in zip(texts, outputs, strict=True)]
+    assert together == pytest.approx(alone, abs=1e-3)
+    labels = tokenizer(outputs[:1], return_tensors="pt").input_ids
+    with torch.inference_mode():
+        logits = big(**tokenizer(texts[:1], return_tensors="pt"), labels=labels).logits
+    expected = logits.log_softmax(-1)[0].gather(1, labels[0][:, None]).sum().item()
+    assert alone[0] == pytest.approx(expected, abs=1e-4)
+    assert score(texts[:1], ["the children of israel"])[0] != pytest.approx(alone[0], abs=1e-3)
+
+
+@needs_weights
+def test_correct_checks_capitalised_typos_the_speller_copied():
+    """ "Lnog" (read as "lnog") the shipped speller copies; it scores "long" close to its own output and takes it.
+    "Xen", a name, it scores far below: it stays. With check_capitals=False: the model's output."""
+    speculator = Seq2SeqSpeculator()
+    texts = ["Lnog ago, in a finite srtate far away, there livwd a JOVIAL character named Jack.", "Xen runs on Debian."]
+    assert speculator.correct(texts) == [
+        "Long ago, in a finite state far away, there lived a JOVIAL character named Jack.",
+        "Xen runs on Debian.",
+    ]
+    assert speculator.correct(texts, check_capitals=False)[0].startswith("Lnog ago")
+    big, small, tokenizer = load_speller()
+    assert not Seq2SeqSpeculator(big, small, tokenizer).check_capitals  # another model: off unless asked
+    with pytest.raises(TypeError, match="check_capitals"):
+        speculator.correct(texts, check_capitals="yes")
+
+
+@needs_weights
+def test_the_command_checks_capitals_unless_told_not_to(tmp_path, capsys):
+    source = tmp_path / "in.txt"
+    source.write_text("Lnog ago, in a finite srtate far away, there livwd a JOVIAL character named Jack.\n")
+    assert main(["correct", str(source)]) == 0
+    assert capsys.readouterr().out.startswith("Long ago")
+    assert main(["correct", str(source), "--no-check-capitals"]) == 0
+    assert capsys.readouterr().out.startswith("Lnog ago")
+
+
+@needs_weights
+def test_the_tuning_recipe_reports_each_margin_and_picks_one(tmp_path, monkeypatch, capsys):
+    import train_speller
+    import tune_capital_check
+
+    held_out = [f"Long ago in England there lived a man called Jack number {i}." for i in range(40)]
+    monkeypatch.setattr(train_speller, "split_corpus", lambda work_dir: ([], held_out))
+    monkeypatch.setattr(train_speller, "load_typos", lambda work_dir: {"long": ["lnog"], "england": ["englanx"]})
+    tune_capital_check.main(
+        [
+            "--work-dir",
+            str(tmp_path),
+            "--eval-size",
+            "5",
+            "--validation-size",
+            "10",
+            "--margins",
+            "3",
+            "1",
+            "--threads",
+            "1",
+        ]
+    )
+    out = capsys.readouterr().out
+    rows = [line for line in out.splitlines() if line.startswith("| ") and line.split(" | ")[0][2:].isdigit()]
+    assert [row.split(" | ")[0] for row in rows] == ["| 3", "| 1"]
+    assert "most typos fixed net of correct words broken: margin " in out

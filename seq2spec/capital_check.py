@@ -117,16 +117,20 @@ class CapitalCheck:
         alignments, found = candidates(originals, inputs, outputs, self.correct_word)
         if not found:
             return list(outputs)
-        sources = [inputs[c.text] for c in found]
         replaced = []
         for candidate in found:
             pieces = list(alignments[candidate.text].pieces)
             pieces[candidate.piece] = candidate.replacement
             replaced.append("".join(pieces))
-        own = self.score(sources, [outputs[c.text] for c in found])
-        theirs = self.score(sources, replaced)
-        for candidate, mine, other in zip(found, own, theirs, strict=True):
-            if other >= mine - self.margin:
+        # each text's own output scored once, however many candidates it has
+        pairs = sorted(
+            {(inputs[c.text], outputs[c.text]) for c in found}
+            | set(zip((inputs[c.text] for c in found), replaced, strict=True))
+        )
+        scores = dict(zip(pairs, self.score([p[0] for p in pairs], [p[1] for p in pairs]), strict=True))
+        for candidate, other in zip(found, replaced, strict=True):
+            source = inputs[candidate.text]
+            if scores[source, other] >= scores[source, outputs[candidate.text]] - self.margin:
                 alignments[candidate.text].pieces[candidate.piece] = candidate.replacement
         results = list(outputs)
         for index in {c.text for c in found}:
@@ -139,26 +143,43 @@ def output_scorer(
 ) -> Scorer:
     """The log-probability ``model`` gives each output after reading its text (``prefix`` prepended, as ``correct``
     prepends it), its tokens teacher-forced, summed in float32; texts longer than the model's input limit keep their
-    first tokens."""
+    first tokens. Each distinct text is encoded once for all the outputs scored against it."""
     limit = getattr(tokenizer, "model_max_length", None)
     limit = limit if isinstance(limit, int) and 0 < limit < 1_000_000 else None
 
     def score(texts: list[str], outputs: list[str]) -> list[float]:
-        scores: list[float] = []
-        for start in range(0, len(texts), batch_size):
-            sources = [(prefix or "") + text for text in texts[start : start + batch_size]]
+        if len(texts) != len(outputs):
+            raise ValueError(f"{len(texts)} texts for {len(outputs)} outputs")
+        owners: dict[str, list[int]] = {}
+        for index, text in enumerate(texts):
+            owners.setdefault(text, []).append(index)
+        sources = sorted(owners, key=lambda text: (len(text), text))  # batches of similar lengths: less padding
+        scores = [0.0] * len(texts)
+        for start in range(0, len(sources), batch_size):
+            chunk = sources[start : start + batch_size]
             encoded = tokenizer(
-                sources, return_tensors="pt", padding=True, truncation=limit is not None, max_length=limit
+                [(prefix or "") + text for text in chunk],
+                return_tensors="pt",
+                padding=True,
+                truncation=limit is not None,
+                max_length=limit,
             ).to(model.device)
-            labels = tokenizer(outputs[start : start + batch_size], return_tensors="pt", padding=True).input_ids
+            members = [(row, index) for row, text in enumerate(chunk) for index in owners[text]]
+            rows = torch.tensor([row for row, _ in members], device=model.device)
+            labels = tokenizer([outputs[index] for _, index in members], return_tensors="pt", padding=True).input_ids
             labels = labels.to(model.device)
             labels[labels == tokenizer.pad_token_id] = -100
             with torch.inference_mode():
-                logits = model(**encoded, labels=labels).logits
+                states = model.get_encoder()(**encoded).last_hidden_state
+                logits = model(
+                    encoder_outputs=(states.index_select(0, rows),),
+                    attention_mask=encoded["attention_mask"].index_select(0, rows),
+                    labels=labels,
+                ).logits
             logprobs = logits.float().log_softmax(dim=-1)
-            kept = labels != -100
             picked = logprobs.gather(2, labels.clamp(min=0).unsqueeze(-1)).squeeze(-1)
-            scores += (picked * kept).sum(dim=1).tolist()
+            for (_, index), value in zip(members, (picked * (labels != -100)).sum(dim=1).tolist(), strict=True):
+                scores[index] = value
         return scores
 
     return score

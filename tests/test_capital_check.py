@@ -44,12 +44,24 @@ def test_replacements_the_model_scores_within_the_margin_are_taken():
     check = CapitalCheck(score, correct_word=correct_word)
     originals = ["Xen runs", "Lnog ago", "Long ago"]
     assert check(originals, originals, ["Xen runs", "Lnog ago", "Long ago"]) == ["Xen runs", "Long ago", "Long ago"]
-    assert seen == ["Xen runs", "Lnog ago"] * 2  # the model's own output and the replacement, on what it read
+    assert sorted(seen) == ["Lnog ago"] * 2 + ["Xen runs"] * 2  # its own output and the replacement, on what it read
     assert CapitalCheck(score, margin=DEFAULT_MARGIN - 0.5, correct_word=correct_word)(
         originals[1:2], originals[1:2], ["Lnog ago"]
     ) == ["Lnog ago"]
     with pytest.raises(ValueError, match="margin"):
         CapitalCheck(score, margin=-1.0, correct_word=correct_word)
+
+
+def test_a_texts_own_output_is_scored_once_for_all_its_candidates():
+    scored = []
+
+    def score(texts: list[str], outputs: list[str]) -> list[float]:
+        scored.extend(outputs)
+        return [{"Lnog Xen": 0.0, "Long Xen": -1.0, "Lnog Men": -20.0}[output] for output in outputs]
+
+    check = CapitalCheck(score, correct_word=correct_word)
+    assert check(["Lnog Xen"], ["Lnog Xen"], ["Lnog Xen"]) == ["Long Xen"]
+    assert sorted(scored) == ["Lnog Men", "Lnog Xen", "Long Xen"]
 
 
 def test_nothing_to_check_scores_nothing():

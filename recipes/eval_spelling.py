@@ -288,8 +288,10 @@ def main(argv: list[str] | None = None) -> int:
     keep = speculator.keep_dictionary_words if args.keep_dictionary_words is None else args.keep_dictionary_words
     check = speculator.check_capitals if args.check_capitals is None else args.check_capitals
     steps = TextSteps(fold_capitals=fold, keep_dictionary_words=keep)
-    score = output_scorer(speculator.big, speculator.tokenizer, args.prefix)
-    checker = CapitalCheck(score, speculator.capital_check_margin) if check else None
+    checker = None
+    if check:
+        score = output_scorer(speculator.big, speculator.tokenizer, args.prefix)
+        checker = CapitalCheck(score, speculator.capital_check_margin)
     options = dict(
         batch_size=args.batch_size,
         prefix=args.prefix,

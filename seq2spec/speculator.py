@@ -497,8 +497,9 @@ class Seq2SeqSpeculator:
         check = self.check_capitals if isinstance(check_capitals, _ModelDefault) else check_capitals
         if not isinstance(check, bool):
             raise TypeError(f"check_capitals must be True or False, got {check!r}")
-        score = output_scorer(self.big, self.tokenizer, prefix)
-        checker = CapitalCheck(score, self.capital_check_margin) if check else None
+        checker = None
+        if check:
+            checker = CapitalCheck(output_scorer(self.big, self.tokenizer, prefix), self.capital_check_margin)
 
         def decode(pieces: list[str], originals: list[str]) -> list[str]:
             outputs = self._correct_whole(

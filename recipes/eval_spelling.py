@@ -291,7 +291,9 @@ def main(argv: list[str] | None = None) -> int:
     checker = None
     if check:
         score = output_scorer(speculator.big, speculator.tokenizer, args.prefix)
-        checker = CapitalCheck(score, speculator.capital_check_margin)
+        checker = CapitalCheck(
+            score, speculator.capital_check_margin, initial_margin=speculator.capital_check_initial_margin
+        )
     options = dict(
         batch_size=args.batch_size,
         prefix=args.prefix,

@@ -8,17 +8,19 @@ and would also turn real names into words ("Xen" -> "Men", "Falcot" -> "Falcon")
 decide: for each capitalised word of the text that the dictionary does not know, whose output word is not a
 dictionary word either, and which has a dictionary word one edit away, it scores the model's own output and the same
 output with that dictionary word in the word's place (the model's log-probability of each, teacher-forced on the
-text it read) and takes the dictionary word when its score is at most ``margin`` nats below the output's. Names the
+text it read) and takes the dictionary word when its score is at most ``margin`` nats below the output's, or
+``initial_margin`` nats for a word that starts a sentence, whose capital says nothing of its being a name. Names the
 model is sure of stay; typos it merely copied get fixed.
 
 The result is no longer the model's greedy output for those words: like the other text steps it is off for models
-other than the shipped speller unless asked for (``correct(check_capitals=True)``). The default margin, 6.5 nats,
-was chosen on the speller's validation sentences (outside both evaluation sets, ``recipes/README.md``) as the one
-that fixed the most typos net of the correct words it broke.
+other than the shipped speller unless asked for (``correct(check_capitals=True)``). The default margins, 6.5 nats
+within a sentence and 11 at its start, were chosen on the speller's validation sentences (outside both evaluation
+sets, ``recipes/README.md``) as the pair that fixed the most typos net of the correct words it broke.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -28,6 +30,10 @@ from transformers import PreTrainedModel, PreTrainedTokenizerBase
 from seq2spec.classical import WHITESPACE, WORD_TOKEN, WordAlignment, apply_case, case_pattern
 
 DEFAULT_MARGIN = 6.5  # nats below the model's own output (see the module docstring)
+DEFAULT_INITIAL_MARGIN = 11.0  # the same for the first word of a sentence
+
+# a word that ends a sentence: its last letters followed by . ! or ?, then any closing quotes or brackets
+_SENTENCE_END = re.compile(r"[.!?][\"'\u2019\u201d)\]]*$")
 
 # (texts the model read, outputs to score) -> the model's log-probability of each output
 Scorer = Callable[[list[str], list[str]], list[float]]
@@ -36,11 +42,12 @@ Scorer = Callable[[list[str], list[str]], list[float]]
 @dataclass(frozen=True)
 class Candidate:
     """In text ``text``'s output, the word at ``pieces[piece]`` (of ``WordAlignment.pieces``) could be
-    ``replacement``."""
+    ``replacement``; ``initial``: the word starts a sentence of the text as written."""
 
     text: int
     piece: int
     replacement: str
+    initial: bool = False
 
 
 def _words(text: str) -> list[str]:
@@ -59,7 +66,8 @@ def candidates(
     the case of some words, so its words line up with the original's); ``outputs[i]``: the model's output. A
     candidate is an output word aligned one for one with an input word that is capitalised in the original, not in
     the dictionary but one edit from a dictionary word (``correct_word``'s suggestion), when the output word is not
-    that suggestion and is not a dictionary word itself (a word the model chose from the dictionary stays)."""
+    that suggestion and is not a dictionary word itself (a word the model chose from the dictionary stays). A word
+    starts a sentence when it is the text's first or the word before it ends in ".", "!" or "?"."""
     alignments, found = [], []
     for index, (original, written, output) in enumerate(zip(originals, inputs, outputs, strict=True)):
         aligned = WordAlignment.of(written, output)
@@ -72,7 +80,8 @@ def candidates(
                 for i, j in zip(range(i1, i2), range(j1, j2), strict=True):
                     candidate = _candidate(original_words[i], aligned.pieces[aligned.words[j]], correct_word)
                     if candidate is not None:
-                        found.append(Candidate(index, aligned.words[j], candidate))
+                        initial = i == 0 or _SENTENCE_END.search(original_words[i - 1]) is not None
+                        found.append(Candidate(index, aligned.words[j], candidate, initial))
     return alignments, found
 
 
@@ -95,22 +104,26 @@ def _candidate(original: str, written: str, correct_word: Callable[[str], str | 
 
 class CapitalCheck:
     """``check(originals, inputs, outputs)``: the outputs with the candidates (see ``candidates``) the model scores
-    within ``margin`` nats of its own output replaced by their dictionary word."""
+    within ``margin`` nats of its own output (``initial_margin`` for a word that starts a sentence) replaced by their
+    dictionary word."""
 
     def __init__(
         self,
         score: Scorer,
         margin: float = DEFAULT_MARGIN,
         correct_word: Callable[[str], str | None] | None = None,
+        initial_margin: float = DEFAULT_INITIAL_MARGIN,
     ) -> None:
-        if not margin >= 0:
-            raise ValueError(f"margin must be a number of nats >= 0, got {margin!r}")
+        for name, value in (("margin", margin), ("initial_margin", initial_margin)):
+            if not isinstance(value, (int, float)) or isinstance(value, bool) or not value >= 0:
+                raise ValueError(f"{name} must be a number of nats >= 0, got {value!r}")
         if correct_word is None:
             from seq2spec.classical import shared_symspell_corrector
 
             correct_word = shared_symspell_corrector(max_edit_distance=1)
         self.score = score
         self.margin = margin
+        self.initial_margin = initial_margin
         self.correct_word = correct_word
 
     def __call__(self, originals: Sequence[str], inputs: Sequence[str], outputs: Sequence[str]) -> list[str]:
@@ -130,7 +143,8 @@ class CapitalCheck:
         scores = dict(zip(pairs, self.score([p[0] for p in pairs], [p[1] for p in pairs]), strict=True))
         for candidate, other in zip(found, replaced, strict=True):
             source = inputs[candidate.text]
-            if scores[source, other] >= scores[source, outputs[candidate.text]] - self.margin:
+            margin = self.initial_margin if candidate.initial else self.margin
+            if scores[source, other] >= scores[source, outputs[candidate.text]] - margin:
                 alignments[candidate.text].pieces[candidate.piece] = candidate.replacement
         results = list(outputs)
         for index in {c.text for c in found}:

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 from transformers import GenerationConfig, PreTrainedModel, PreTrainedTokenizerBase
 
-from seq2spec.capital_check import DEFAULT_MARGIN, CapitalCheck, output_scorer
+from seq2spec.capital_check import DEFAULT_INITIAL_MARGIN, DEFAULT_MARGIN, CapitalCheck, output_scorer
 from seq2spec.classical import SpellCheckedSource
 from seq2spec.decoding.exact import ExactForwards
 from seq2spec.decoding.families import Family, family_of
@@ -194,9 +194,11 @@ class Seq2SeqSpeculator:
         self.fold_capitals = False
         self.keep_dictionary_words = False
         # correct() gives a capitalised word the model left as a non-word its dictionary neighbour when the model
-        # scores that nearly as high (the shipped speller), within this many nats of its own output
+        # scores that nearly as high (the shipped speller), within this many nats of its own output (the second for
+        # a word that starts a sentence)
         self.check_capitals = False
         self.capital_check_margin = DEFAULT_MARGIN
+        self.capital_check_initial_margin = DEFAULT_INITIAL_MARGIN
         int8 = is_int8_dtype(dtype)
         if int8 and not (big is None or isinstance(big, str)):
             raise ValueError(
@@ -473,9 +475,10 @@ class Seq2SeqSpeculator:
 
         ``check_capitals``: a capitalised word the dictionary does not know, which the model left as a non-word
         ("Lnog", "Erosiin" -> "Erosin"), takes the dictionary word one edit away when the big model scores its
-        output with that word at most ``capital_check_margin`` nats (6.5) below its own output
-        (``seq2spec.capital_check``; two teacher-forced scores per such word); names the model is sure of stay. By
-        default on for the shipped speller, off for other models.
+        output with that word at most ``capital_check_margin`` nats (6.5; ``capital_check_initial_margin``, 11, for
+        a word that starts a sentence) below its own output (``seq2spec.capital_check``; two teacher-forced scores
+        per such word); names the model is sure of stay. By default on for the shipped speller, off for other
+        models.
         """
         texts = _check_texts(texts)
         if not isinstance(batch_size, int) or isinstance(batch_size, bool) or batch_size < 1:
@@ -499,7 +502,11 @@ class Seq2SeqSpeculator:
             raise TypeError(f"check_capitals must be True or False, got {check!r}")
         checker = None
         if check:
-            checker = CapitalCheck(output_scorer(self.big, self.tokenizer, prefix), self.capital_check_margin)
+            checker = CapitalCheck(
+                output_scorer(self.big, self.tokenizer, prefix),
+                self.capital_check_margin,
+                initial_margin=self.capital_check_initial_margin,
+            )
 
         def decode(pieces: list[str], originals: list[str]) -> list[str]:
             outputs = self._correct_whole(

@@ -11,7 +11,7 @@ from seq2spec.commands.main import main
 from seq2spec.default_models import SPELLER_DIR, load_speller
 
 # a dictionary of a few words, and the word one edit away from some non-words
-KNOWN = {"long", "ago", "england", "men", "erosion", "the", "ridges", "runs", "on", "from", "of", "inhabitants"}
+KNOWN = {"so", "long", "ago", "england", "men", "erosion", "the", "ridges", "runs", "on", "from", "of", "inhabitants"}
 NEIGHBOURS = {"lnog": "long", "englanx": "england", "xen": "men", "erosiin": "erosion", "erosin": "erosion"}
 
 
@@ -34,7 +34,7 @@ def test_candidates_are_capitalised_non_words_left_as_non_words():
 
 
 def test_replacements_the_model_scores_within_the_margin_are_taken():
-    scores = {"Xen runs": 0.0, "Men runs": -12.0, "Lnog ago": -3.0, "Long ago": -3.0 - DEFAULT_MARGIN}
+    scores = {"So Xen runs": 0.0, "So Men runs": -12.0, "So Lnog ago": -3.0, "So Long ago": -3.0 - DEFAULT_MARGIN}
     seen = []
 
     def score(texts: list[str], outputs: list[str]) -> list[float]:
@@ -42,14 +42,33 @@ def test_replacements_the_model_scores_within_the_margin_are_taken():
         return [scores[output] for output in outputs]
 
     check = CapitalCheck(score, correct_word=correct_word)
-    originals = ["Xen runs", "Lnog ago", "Long ago"]
-    assert check(originals, originals, ["Xen runs", "Lnog ago", "Long ago"]) == ["Xen runs", "Long ago", "Long ago"]
-    assert sorted(seen) == ["Lnog ago"] * 2 + ["Xen runs"] * 2  # its own output and the replacement, on what it read
+    originals = ["So Xen runs", "So Lnog ago", "So Long ago"]
+    assert check(originals, originals, originals) == ["So Xen runs", "So Long ago", "So Long ago"]
+    assert sorted(seen) == ["So Lnog ago"] * 2 + ["So Xen runs"] * 2  # its output and the replacement, on its text
     assert CapitalCheck(score, margin=DEFAULT_MARGIN - 0.5, correct_word=correct_word)(
-        originals[1:2], originals[1:2], ["Lnog ago"]
-    ) == ["Lnog ago"]
+        originals[1:2], originals[1:2], ["So Lnog ago"]
+    ) == ["So Lnog ago"]
     with pytest.raises(ValueError, match="margin"):
         CapitalCheck(score, margin=-1.0, correct_word=correct_word)
+
+
+def test_a_word_that_starts_a_sentence_has_its_own_margin():
+    originals = ["Lnog ago", "It was lnog. Lnog ago!", "So Lnog ago", 'He said "so." Lnog ago', "Mr Lnog ago"]
+    _, found = candidates(originals, originals, originals, correct_word)
+    assert [(c.text, c.initial) for c in found] == [(0, True), (1, True), (2, False), (3, True), (4, False)]
+    scores = {"So Lnog ago": 0.0, "So Long ago": -8.0, "Lnog ago": 0.0, "Long ago": -8.0}
+
+    def score(texts: list[str], outputs: list[str]) -> list[float]:
+        return [scores[output] for output in outputs]
+
+    check = CapitalCheck(score, margin=6.0, initial_margin=9.0, correct_word=correct_word)
+    assert check(["Lnog ago", "So Lnog ago"], ["Lnog ago", "So Lnog ago"], ["Lnog ago", "So Lnog ago"]) == [
+        "Long ago",  # starts the text: 8 nats below is within 9
+        "So Lnog ago",  # within the sentence: 8 nats below is not within 6
+    ]
+    for margins in ({"margin": 6.0, "initial_margin": -1.0}, {"margin": 6.0, "initial_margin": float("nan")}):
+        with pytest.raises(ValueError, match="initial_margin"):
+            CapitalCheck(score, correct_word=correct_word, **margins)
 
 
 def test_a_texts_own_output_is_scored_once_for_all_its_candidates():
@@ -98,12 +117,16 @@ def test_output_scores_are_the_models_log_probabilities_padding_aside():
 @needs_weights
 def test_correct_checks_capitalised_typos_the_speller_copied():
     """ "Lnog" (read as "lnog") the shipped speller copies; it scores "long" close to its own output and takes it.
-    "Xen", a name, it scores far below: it stays. With check_capitals=False: the model's output."""
+    "Xen", a name within the sentence, it scores more than the margin below: it stays. With check_capitals=False:
+    the model's output."""
     speculator = Seq2SeqSpeculator()
-    texts = ["Lnog ago, in a finite srtate far away, there livwd a JOVIAL character named Jack.", "Xen runs on Debian."]
+    texts = [
+        "Lnog ago, in a finite srtate far away, there livwd a JOVIAL character named Jack.",
+        "We run Xen on Debian.",
+    ]
     assert speculator.correct(texts) == [
         "Long ago, in a finite state far away, there lived a JOVIAL character named Jack.",
-        "Xen runs on Debian.",
+        "We run Xen on Debian.",
     ]
     assert speculator.correct(texts, check_capitals=False)[0].startswith("Lnog ago")
     big, small, tokenizer = load_speller()
@@ -141,11 +164,13 @@ def test_the_tuning_recipe_reports_each_margin_and_picks_one(tmp_path, monkeypat
             "--margins",
             "3",
             "1",
+            "--initial-margins",
+            "5",
             "--threads",
             "1",
         ]
     )
     out = capsys.readouterr().out
     rows = [line for line in out.splitlines() if line.startswith("| ") and line.split(" | ")[0][2:].isdigit()]
-    assert [row.split(" | ")[0] for row in rows] == ["| 3", "| 1"]
+    assert [tuple(row.split(" | ")[:2]) for row in rows] == [("| 1", "1"), ("| 1", "5"), ("| 3", "3"), ("| 3", "5")]
     assert "most typos fixed net of correct words broken: margin " in out

@@ -278,7 +278,8 @@ def add_parser(commands) -> argparse.ArgumentParser:
         "--check-capitals",
         action=argparse.BooleanOptionalAction,
         help="where the model left a capitalised non-word one edit from a dictionary word, take that word if the "
-        "model scores it within 6.5 nats of its own output (default: on for the shipped speller, off otherwise)",
+        "model scores it within 6.5 nats of its own output, 11 for a sentence's first word (default: on for the "
+        "shipped speller, off otherwise)",
     )
     correct.add_argument(
         "--out", type=Path, help="output file (default: standard output); a directory with --ray; resumable"

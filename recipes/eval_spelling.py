@@ -260,7 +260,8 @@ def main(argv: list[str] | None = None) -> int:
         "--check-capitals",
         action=argparse.BooleanOptionalAction,
         help="as correct does: a capitalised non-word the model left takes its dictionary neighbour when the model "
-        "scores that within 6.5 nats of its own output (default: the model's own default, on for the shipped speller)",
+        "scores that within 6.5 nats of its own output, 11 for a sentence's first word (default: the model's own "
+        "default, on for the shipped speller)",
     )
     parser.add_argument(
         "--peers",

@@ -957,9 +957,9 @@ It trained on sentences of 20 to 140 characters and repeats or drops text when g
 often than it corrects them, so `correct` gives it such a word in lower case when a dictionary word is close and
 capitalises its word in that place (`fold_capitals`, on by default for this model); where it still leaves such a
 word as a non-word one edit from a dictionary word, `correct` takes the dictionary word if the model scores it within
-6.5 nats of its own output (`check_capitals`, on by default for this model). It now and then garbles a
-correct word it copies ("Staff" -> "Satuff"), so `correct` gives back a dictionary word that the model made into a
-word no dictionary knows (`keep_dictionary_words`, on by default for this model).
+6.5 nats of its own output, 11 for a sentence's first word (`check_capitals`, on by default for this model). It now
+and then garbles a correct word it copies ("Staff" -> "Satuff"), so `correct` gives back a dictionary word that the
+model made into a word no dictionary knows (`keep_dictionary_words`, on by default for this model).
 """
 
 

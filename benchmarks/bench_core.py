@@ -1,6 +1,6 @@
 """Core speed benchmark: seq2spec (per-row and batch-min acceptance) against ``big.generate`` greedy, on CPU.
 
-The model pairs are random but nondegenerate (``seq2spec.toys.build_toy_pair``): a T5 v1.1-style big model
+The model pairs are random but nondegenerate (``seq2spec.commands.toys.build_toy_pair``): a T5 v1.1-style big model
 whose deeper decoder layers are damped, and a shallow draft made of its first layers that shares its encoder.
 They stand in for a trained big/distilled pair until real ones ship; absolute times depend on the machine, the
 ratios are what to read. Every seq2spec output is checked against greedy before it is timed.
@@ -22,8 +22,8 @@ from pathlib import Path
 import torch
 
 from seq2spec import Seq2SeqSpeculator
+from seq2spec.commands.toys import build_toy_pair, random_sources
 from seq2spec.memory import retain_freed_memory
-from seq2spec.toys import build_toy_pair, random_sources
 
 
 @dataclass

@@ -2,7 +2,7 @@
 (``lookup`` with its bundled English frequency dictionary, maximum edit distance 2, closest suggestion) and
 ``pyspellchecker`` (``SpellChecker().correction``, ties broken alphabetically so that runs repeat).
 
-Word handling, the same for both, is ``seq2spec.classical``'s (whitespace kept, punctuation around a word kept,
+Word handling, the same for both, is ``seq2spec.spelling.classical``'s (whitespace kept, punctuation around a word kept,
 the suggestion taking the word's case pattern, mixed-case and non-alphabetic tokens left alone); symspellpy's corrector
 is the one seq2spec proposes with (``spellcheck_copy``).
 """
@@ -12,7 +12,7 @@ from __future__ import annotations
 import unicodedata
 from collections.abc import Callable
 
-from seq2spec.classical import (  # noqa: F401 - the word handling, re-exported for the recipes
+from seq2spec.spelling.classical import (  # noqa: F401 - the word handling, re-exported for the recipes
     CachedCorrector,
     apply_case,
     case_pattern,

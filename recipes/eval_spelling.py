@@ -32,16 +32,26 @@ from pathlib import Path
 
 import torch
 from classical_spellers import PEERS, correct_texts, load_peer
-from metrics import correction_counts, error_counts, typo_counts
+from metrics import correction_counts, error_counts, real_text_counts, typo_counts
 from tqdm import tqdm
 
 from seq2spec import Seq2SeqSpeculator
-from seq2spec.capital_check import CapitalCheck, output_scorer
+from seq2spec.commands.flags import add_spelling_flags, spelling_changes
 from seq2spec.memory import retain_freed_memory
-from seq2spec.text_pieces import PiecedTexts
-from seq2spec.text_steps import TextSteps
+from seq2spec.spelling.capital_check import output_scorer
+from seq2spec.spelling.pipeline import SpellingPipeline
 
 DEFAULT_DATA = Path(__file__).resolve().parent / "data" / "spelling_heldout.tsv"
+# correct's steps around the model (SpellingSettings), as the reports name them
+STEP_NAMES = {
+    "protect": "protected text kept",
+    "fold_capitals": "capitalised words folded",
+    "check_capitals": "capitalised non-words checked",
+    "check_words": "lower-case non-words checked",
+    "check_changes": "changes between dictionary words checked",
+    "keep_dictionary_words": "dictionary words kept",
+    "keep_unknown_words": "unknown words kept",
+}
 
 
 def load_pairs(path: Path, source_column: str, reference_column: str, limit: int | None) -> tuple[list, list]:
@@ -63,38 +73,6 @@ def load_pairs(path: Path, source_column: str, reference_column: str, limit: int
     sources = ["" if s is None else str(s) for s in dataset[source_column]]
     references = ["" if r is None else str(r) for r in dataset[reference_column]]
     return sources, references
-
-
-def decode_greedy(
-    speculator: Seq2SeqSpeculator,
-    texts: list[str],
-    batch_size: int,
-    prefix: str | None,
-    split_longer_than: int | None,
-    steps: TextSteps | None = None,
-    check: CapitalCheck | None = None,
-    originals: list[str] | None = None,
-) -> list[str]:
-    """Plain ``big.generate(do_sample=False)`` over the same length-sorted batches ``correct`` uses; a text longer
-    than ``split_longer_than`` characters piece by piece, as ``correct`` cuts it; through ``steps`` (capitals
-    folded, dictionary words kept) and ``check`` (capitalised non-words checked, against ``originals``, the texts
-    as written) as ``correct`` runs them."""
-    if steps is not None:
-        return steps.run(
-            texts,
-            lambda written: decode_greedy(
-                speculator, written, batch_size, prefix, split_longer_than, check=check, originals=texts
-            ),
-        )
-    originals = texts if originals is None else originals
-    if split_longer_than is not None and any(len(text) > split_longer_than for text in texts):
-        pieced = PiecedTexts.of(texts, split_longer_than)
-        original_pieces = PiecedTexts.of(originals, split_longer_than).pieces
-        return pieced.join(
-            decode_greedy(speculator, pieced.pieces, batch_size, prefix, None, check=check, originals=original_pieces)
-        )
-    outputs = greedy_texts(speculator, texts, batch_size, prefix)
-    return outputs if check is None else check(originals, texts, outputs)
 
 
 def greedy_texts(speculator: Seq2SeqSpeculator, texts: list[str], batch_size: int, prefix: str | None) -> list[str]:
@@ -120,6 +98,7 @@ def quality(sources: list[str], references: list[str], outputs: list[str]) -> di
         "wer": error_counts(references, outputs, "word").rate,
         "corrections": correction_counts(sources, references, outputs).as_dict(),
         "typos": typo_counts(sources, references, outputs).as_dict(),
+        "real_text": real_text_counts(sources, references, outputs).as_dict(),
     }
 
 
@@ -150,20 +129,22 @@ def systems_markdown(report: dict) -> list[str]:
         "",
         "| system | CER | WER | correction precision | correction recall | correction F1 | typos fixed "
         "| capitalised typos fixed | lower-case typos fixed | clean sentences unchanged | correct words broken "
-        "| wall time, s |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
-        f"| noisy input | {report['source']['cer']:.4f} | {report['source']['wer']:.4f} | | | | | | | | | |",
+        "| special characters kept | protected tokens kept | lines fully right | wall time, s |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        f"| noisy input | {report['source']['cer']:.4f} | {report['source']['wer']:.4f} | | | | | | | | | | | "
+        f"{report['source']['real_text']['lines_right_share']:.1%} | |",
     ]
     rows = [(f"{report['model']} (seq2spec)", report["speculative"])]
     if report["differing"]:
         rows.append((f"{report['model']} (greedy)", report["greedy"]))
     rows += list(report.get("peers", {}).items())
     for name, result in rows:
-        c, t = result["corrections"], result["typos"]
+        c, t, r = result["corrections"], result["typos"], result["real_text"]
         lines.append(
             f"| {name} | {result['cer']:.4f} | {result['wer']:.4f} | {c['precision']:.3f} | {c['recall']:.3f} "
             f"| {c['f1']:.3f} | {t['fixed_share']:.1%} | {t['capitalised_fixed_share']:.1%} "
             f"| {t['lowercase_fixed_share']:.1%} | {t['clean_unchanged_share']:.1%} | {t['broken_share']:.2%} "
+            f"| {r['characters_kept_share']:.1%} | {r['protected_kept_share']:.1%} | {r['lines_right_share']:.1%} "
             f"| {result['seconds']:.2f} |"
         )
     return lines
@@ -174,9 +155,7 @@ def markdown(report: dict) -> str:
     lines = [
         f"{report['pairs']} pairs from `{report['data']}`; model `{report['model']}`, draft `{report['draft']}`, "
         f"batch size {report['batch_size']}"
-        + ("; capitalised words folded" if report.get("fold_capitals") else "")
-        + ("; dictionary words kept" if report.get("keep_dictionary_words") else "")
-        + ("; capitalised non-words checked" if report.get("check_capitals") else ""),
+        + "".join(f"; {name}" for key, name in STEP_NAMES.items() if report.get(key)),
         "",
         "| | source (uncorrected) | greedy | seq2spec |",
         "|---|---:|---:|---:|",
@@ -237,32 +216,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--out", type=Path, default=Path("eval_results"))
     parser.add_argument("--name", default="spelling")
-    parser.add_argument(
-        "--split-longer-than",
-        type=int,
-        metavar="CHARS",
-        help="correct a text longer than CHARS characters sentence by sentence (0: every text whole; default: the "
-        "model's own limit, 140 for the shipped speller)",
-    )
-    parser.add_argument(
-        "--fold-capitals",
-        action=argparse.BooleanOptionalAction,
-        help="as correct does: capitalised near-dictionary words to the model in lower case, their capitals restored "
-        "(default: the model's own default, on for the shipped speller)",
-    )
-    parser.add_argument(
-        "--keep-dictionary-words",
-        action=argparse.BooleanOptionalAction,
-        help="as correct does: a dictionary word the model made into a non-word kept as written (default: the "
-        "model's own default, on for the shipped speller)",
-    )
-    parser.add_argument(
-        "--check-capitals",
-        action=argparse.BooleanOptionalAction,
-        help="as correct does: a capitalised non-word the model left takes its dictionary neighbour when the model "
-        "scores that within 6.5 nats of its own output, 11 for a sentence's first word (default: the model's own "
-        "default, on for the shipped speller)",
-    )
+    add_spelling_flags(parser)  # as correct takes them; unset: the model's own settings
     parser.add_argument(
         "--peers",
         default=",".join(PEERS),
@@ -279,35 +233,21 @@ def main(argv: list[str] | None = None) -> int:
     sources, references = load_pairs(args.data, args.source_column, args.reference_column, args.limit)
     draft = None if args.draft in (None, "none") else args.draft
     if args.model is None and args.draft == "none":  # the shipped speller without its draft
-        speculator = Seq2SeqSpeculator(small=None)
+        speculator = Seq2SeqSpeculator(draft=None)
     elif args.draft is None:  # the shipped speller's default proposer, or no draft with another model
         speculator = Seq2SeqSpeculator(args.model)
     else:
         speculator = Seq2SeqSpeculator(args.model, draft)
-    split = speculator.split_longer_than if args.split_longer_than is None else (args.split_longer_than or None)
-    fold = speculator.fold_capitals if args.fold_capitals is None else args.fold_capitals
-    keep = speculator.keep_dictionary_words if args.keep_dictionary_words is None else args.keep_dictionary_words
-    check = speculator.check_capitals if args.check_capitals is None else args.check_capitals
-    steps = TextSteps(fold_capitals=fold, keep_dictionary_words=keep)
-    checker = None
-    if check:
-        score = output_scorer(speculator.big, speculator.tokenizer, args.prefix)
-        checker = CapitalCheck(
-            score, speculator.capital_check_margin, initial_margin=speculator.capital_check_initial_margin
-        )
-    options = dict(
-        batch_size=args.batch_size,
-        prefix=args.prefix,
-        split_longer_than=split,
-        fold_capitals=fold,
-        keep_dictionary_words=keep,
-        check_capitals=check,
-    )
+    settings = speculator.spelling.updated(**spelling_changes(args))
+    options = dict(batch_size=args.batch_size, prefix=args.prefix, spelling=settings)
     speculator.correct(sources[:4], **options)  # warm-up
 
     print(f"greedy decoding of {len(sources)} sources ...", file=sys.stderr)
     started = time.perf_counter()
-    greedy = decode_greedy(speculator, sources, args.batch_size, args.prefix, split, steps, checker)
+    # plain greedy decoding through the same text steps: the two differ only in how the model's output is decoded
+    score = output_scorer(speculator.big, speculator.tokenizer, args.prefix) if settings.checks_scores else None
+    decode = lambda texts: greedy_texts(speculator, texts, args.batch_size, args.prefix)  # noqa: E731
+    greedy = SpellingPipeline(settings, decode, score, speculator.tokenizer)(sources)
     greedy_seconds = time.perf_counter() - started
     print("seq2spec decoding ...", file=sys.stderr)
     started = time.perf_counter()
@@ -323,12 +263,11 @@ def main(argv: list[str] | None = None) -> int:
         "model": args.model or "shipped speller",
         "draft": args.draft or ("shipped draft" if args.model is None else "none"),
         "batch_size": args.batch_size,
-        "fold_capitals": fold,
-        "keep_dictionary_words": keep,
-        "check_capitals": check,
+        **{name: getattr(settings, name) for name in STEP_NAMES},
         "source": {
             "cer": error_counts(references, sources, "char").rate,
             "wer": error_counts(references, sources).rate,
+            "real_text": real_text_counts(sources, references, sources).as_dict(),
         },
         "greedy": {**quality(sources, references, greedy), "seconds": greedy_seconds},
         "speculative": {

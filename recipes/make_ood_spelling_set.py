@@ -36,6 +36,7 @@ import random
 import re
 import sys
 from collections import Counter
+from collections.abc import Iterator
 from html.parser import HTMLParser
 from pathlib import Path
 
@@ -185,16 +186,19 @@ def source_files() -> list[Path]:
     return files
 
 
-def load_sentences(misspellings: set[str] = frozenset()) -> list[str]:
-    """Every sentence that passes the filters and holds none of ``misspellings`` (lower case), deduplicated, in a
-    fixed order."""
-    sentences = set()
+def manual_paragraphs() -> Iterator[str]:
+    """The prose paragraphs of the installed manuals (inline code not one lower-case word is ``_CUT``)."""
     for path in source_files():
         parser = _Paragraphs()
         parser.feed(path.read_text(encoding="utf-8", errors="ignore"))
         parser.close()
-        for paragraph in parser.paragraphs:
-            sentences.update(paragraph_sentences(paragraph))
+        yield from parser.paragraphs
+
+
+def load_sentences(misspellings: set[str] = frozenset()) -> list[str]:
+    """Every sentence that passes the filters and holds none of ``misspellings`` (lower case), deduplicated, in a
+    fixed order."""
+    sentences = {sentence for paragraph in manual_paragraphs() for sentence in paragraph_sentences(paragraph)}
     return sorted(s for s in sentences if not misspellings & set(re.findall(r"[a-z]+", s.lower())))
 
 

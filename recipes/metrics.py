@@ -9,6 +9,7 @@ no reference units at all scores 0.0 when nothing was inserted and 1.0 otherwise
 from __future__ import annotations
 
 import difflib
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 
@@ -216,6 +217,57 @@ def typo_counts(sources: Sequence[str], references: Sequence[str], outputs: Sequ
                 counts.fixed += fixed
                 counts.capitalised_typos += capitalised
                 counts.capitalised_fixed += capitalised and fixed
+    return counts
+
+
+# ----------------------------------------------------------------------------- what real text must keep
+
+SYMBOLS = frozenset("@_=~<>{}|\\#*[]")  # ASCII characters many correction vocabularies lack
+
+
+def special_characters(text: str) -> Counter:
+    """The characters of ``text`` a corrector's vocabulary is likely to lack: non-ASCII ones and ``SYMBOLS``."""
+    return Counter(c for c in text if not c.isspace() and (not c.isascii() or c in SYMBOLS))
+
+
+@dataclass
+class RealTextCounts:
+    """Over source/reference/output triples: special characters (``special_characters``) and protected tokens
+    (words ``seq2spec.spelling.protection.is_technical`` keeps: numbers, URLs, paths, identifiers, ...) of the source
+    the output still holds, as often as the source does; lines whose output is the reference."""
+
+    characters: int = 0
+    characters_kept: int = 0
+    protected_tokens: int = 0
+    protected_kept: int = 0
+    lines: int = 0
+    lines_right: int = 0
+
+    def as_dict(self) -> dict:
+        shares = {
+            "characters_kept_share": self.characters_kept / self.characters if self.characters else 1.0,
+            "protected_kept_share": self.protected_kept / self.protected_tokens if self.protected_tokens else 1.0,
+            "lines_right_share": self.lines_right / self.lines if self.lines else 0.0,
+        }
+        return {**asdict(self), **shares}
+
+
+def real_text_counts(sources: Sequence[str], references: Sequence[str], outputs: Sequence[str]) -> RealTextCounts:
+    from seq2spec.spelling.protection import is_technical
+
+    _check_pairs(references, outputs)
+    _check_pairs(sources, outputs)
+    counts = RealTextCounts()
+    for source, reference, output in zip(sources, references, outputs, strict=True):
+        wanted, found = special_characters(source), special_characters(output)
+        counts.characters += sum(wanted.values())
+        counts.characters_kept += sum(min(count, found[c]) for c, count in wanted.items())
+        tokens = Counter(token for token in source.split() if is_technical(token))
+        said = Counter(output.split())
+        counts.protected_tokens += sum(tokens.values())
+        counts.protected_kept += sum(min(count, said[token]) for token, count in tokens.items())
+        counts.lines += 1
+        counts.lines_right += output == reference
     return counts
 
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import random
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from classical_spellers import apply_case, case_pattern
@@ -216,9 +217,15 @@ class HumanNoise:
     kind_weights: dict[str, float] = field(default_factory=lambda: dict(DEFAULT_KIND_WEIGHTS))
     min_letters: int = 3  # shorter words only take real-word confusions and merges
     capitalised_weight: float = 1.0  # how much likelier a capitalised word is picked for a typo than a lower-case one
+    untouchable: Callable[[str], bool] | None = None  # words never corrupted (nor merged), whatever their letters
 
     def eligible(self, kind: str, words: list[str], index: int, used: set[int]) -> bool:
         if index in used:
+            return False
+        untouchable = self.untouchable
+        if untouchable is not None and (
+            untouchable(words[index]) or (kind == "merge" and index + 1 < len(words) and untouchable(words[index + 1]))
+        ):
             return False
         parts = split_token(words[index])
         if parts is None:

@@ -3,9 +3,10 @@ copy and the draft model, on held-out sets.
 
 A corrector's output is mostly its input, so copying the source proposes many tokens for free; it stops at every
 typo, where the big model writes the fix instead. With ``spellcheck_copy`` the copy comes from the source after a
-classical word-by-word check (``seq2spec.classical``: symspellpy's English dictionary, each unknown word replaced by
-its closest suggestion, case and punctuation kept), so where the checker guessed the model's fix, the copy runs on
-through it. The big model still decides every token: the output is its greedy output whatever the checker suggests.
+classical word-by-word check (``seq2spec.spelling.classical``: symspellpy's English dictionary, each unknown word
+replaced by its closest suggestion, case and punctuation kept), so where the checker guessed the model's fix, the
+copy runs on through it. The big model still decides every token: the output is its greedy output whatever the
+checker suggests.
 
 The recipe decodes the same pairs with ``big.generate`` (greedy), the shipped draft, input copy, spell-checked copy
 and spell-checked copy with the draft, at each batch size, one interleaved run, and reports wall time, speedup,
@@ -29,8 +30,9 @@ import torch
 from eval_spelling import DEFAULT_DATA, decode_greedy, load_pairs
 
 from seq2spec import Seq2SeqSpeculator
-from seq2spec.default_models import SPELLER_SENTENCE_CHARS, load_speller
+from seq2spec.default_models import load_speller
 from seq2spec.memory import retain_freed_memory
+from seq2spec.spelling.settings import SPELLER_SENTENCE_CHARS
 
 
 def measure(name: str, decode: Callable[[], tuple[list[str], object]], greedy: list[str] | None) -> dict:

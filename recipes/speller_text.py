@@ -36,8 +36,8 @@ import speller_data
 from classical_spellers import case_pattern
 from noise import HumanNoise, split_token
 
-from seq2spec.capitals import fold_capitals
-from seq2spec.classical import shared_symspell_corrector
+from seq2spec.spelling.capitals import fold_capitals
+from seq2spec.spelling.classical import shared_symspell_corrector
 
 APT_LISTS = Path("/var/lib/apt/lists")
 MAN_DIR = Path("/usr/share/man")
@@ -313,10 +313,10 @@ class MixedNoise:
 
 def fold_pair(noisy: str, clean: str, correct_word: Callable[[str], str | None] | None = None) -> tuple[str, str]:
     """A training pair as ``correct`` presents it to a speller with ``fold_capitals``: the source's capitalised
-    near-dictionary words in lower case (``seq2spec.capitals.fold_capitals``), and the same words of the target in
-    lower case too, since ``correct`` gives the model's word its capital back. Pairs whose words do not line up one
-    for one (a split or merged word), or whose target word at a folded place is not plain title or lower case, stay
-    as written."""
+    near-dictionary words in lower case (``seq2spec.spelling.capitals.fold_capitals``), and the same words of the
+    target in lower case too, since ``correct`` gives the model's word its capital back. Pairs whose words do not line
+    up one for one (a split or merged word), or whose target word at a folded place is not plain title or lower case,
+    stay as written."""
     folded = fold_capitals([noisy], correct_word)[0]
     if not folded.folded:
         return noisy, clean

@@ -41,7 +41,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import speller_data  # noqa: E402
 import speller_text  # noqa: E402
 
-from seq2spec.text_steps import TextSteps  # noqa: E402
+from seq2spec.spelling.pipeline import SpellingPipeline  # noqa: E402
+from seq2spec.spelling.settings import SpellingSettings  # noqa: E402
 
 VOCAB_SIZE = 2048
 # The big model: 4+4 layers, d_model 384 (12 heads of 32), gated-GELU feed-forward of 1024 units: 17.3M parameters.
@@ -211,10 +212,10 @@ def folds_capitals(args) -> bool:
     return getattr(args, "fold_capitals", False)
 
 
-def correct_steps(args) -> TextSteps:
+def correct_steps(args) -> SpellingSettings:
     """The steps around the model that validation and evaluation take, as ``correct`` takes them: ``--fold-capitals``
     and ``--keep-dictionary-words``."""
-    return TextSteps(
+    return SpellingSettings(
         fold_capitals=folds_capitals(args), keep_dictionary_words=getattr(args, "keep_dictionary_words", False)
     )
 
@@ -330,12 +331,18 @@ def learning_rate(step: int, total: int, peak: float, warmup: int) -> float:
 
 @torch.inference_mode()
 def correct_texts(
-    model, tokenizer, texts: list[str], batch_size: int = 64, max_new_tokens: int = 128, steps: TextSteps | None = None
+    model,
+    tokenizer,
+    texts: list[str],
+    batch_size: int = 64,
+    max_new_tokens: int = 128,
+    steps: SpellingSettings | None = None,
 ) -> list[str]:
     """``model``'s greedy corrections of ``texts``; with ``steps`` (capitals folded, dictionary words kept) as
     ``correct`` runs the model."""
     if steps is not None:
-        return steps.run(texts, lambda written: correct_texts(model, tokenizer, written, batch_size, max_new_tokens))
+        decode = lambda written: correct_texts(model, tokenizer, written, batch_size, max_new_tokens)  # noqa: E731
+        return SpellingPipeline(steps, decode, tokenizer=tokenizer)(texts)
     model.eval()
     outputs = []
     order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
@@ -376,7 +383,7 @@ def word_outcomes(noisy: list[str], references: list[str], outputs: list[str]) -
 
 
 def correction_scores(
-    model, tokenizer, pairs, clean, max_new_tokens: int = 128, steps: TextSteps | None = None
+    model, tokenizer, pairs, clean, max_new_tokens: int = 128, steps: SpellingSettings | None = None
 ) -> dict:
     """CER of the (corrupted, clean) ``pairs`` before and after ``model``'s correction, and the share of the
     ``clean`` sentences it returns unchanged (``steps``: the steps ``correct`` takes around the model)."""
@@ -391,7 +398,7 @@ def correction_scores(
     }
 
 
-def quick_eval(model, tokenizer, pairs, clean, steps: TextSteps | None = None) -> dict:
+def quick_eval(model, tokenizer, pairs, clean, steps: SpellingSettings | None = None) -> dict:
     # 48 new tokens cover the quick-evaluation sentences and keep an untrained model's babbling cheap
     scores = correction_scores(model, tokenizer, pairs, clean, max_new_tokens=48, steps=steps)
     model.train()
@@ -1083,19 +1090,14 @@ def repository_path(path: str) -> str:
 
 def system_name(report: dict, alone: bool) -> str:
     """The model's row name in the card's comparison: which of ``correct``'s steps around the model the report
-    took (``fold_capitals``, ``check_capitals``, ``keep_dictionary_words``; all three are ``correct``'s default for
-    this model)."""
-    taken = [
-        name
-        for key, name in (
-            ("fold_capitals", "capitals folded"),
-            ("check_capitals", "capitalised non-words checked"),
-            ("keep_dictionary_words", "dictionary words kept"),
-        )
-        if report.get(key, False)
-    ]
-    if len(taken) == 3:
+    took (``eval_spelling.STEP_NAMES``; all are ``correct``'s default for this model)."""
+    from eval_spelling import STEP_NAMES
+
+    taken = [name for key, name in STEP_NAMES.items() if report.get(key, False)]
+    if len(taken) == len(STEP_NAMES):
         return f"this model (seq2spec, `correct`'s default: {', '.join(taken)})"
+    if alone and taken == [STEP_NAMES["protect"]]:  # protection alone is every model's default
+        return "this model (seq2spec)"
     if taken:
         return f"this model (seq2spec, {', '.join(taken)} only)"
     return "this model (seq2spec)" if alone else "this model (seq2spec, its output as it is)"
@@ -1140,7 +1142,8 @@ def evaluation_tables(reports: list[Path]) -> str:
     return (
         "\n## Against classical spell checkers (`recipes/eval_spelling.py`, peers word by word)\n"
         "The in-domain set is held-out corpus sentences; the out-of-domain set is Debian documentation with human-like "
-        "typos, from sources kept out of training.\n\n" + "\n".join(sections)
+        "typos, from sources kept out of training; the technical and Unicode-rich sets are lines written for the "
+        "evaluation (`recipes/make_real_text_sets.py`).\n\n" + "\n".join(sections)
     )
 
 

@@ -1,4 +1,4 @@
-"""The margins of ``correct``'s capital check (``seq2spec.capital_check``), chosen on validation sentences.
+"""The margins of ``correct``'s capital check (``seq2spec.spelling.capital_check``), chosen on validation sentences.
 
 The shipped speller through ``correct`` with its defaults, once without the check and once per pair of margins
 (within a sentence; at its start, the same or one of ``--initial-margins`` above it), on the
@@ -72,10 +72,10 @@ def main(argv: list[str] | None = None) -> None:
             f"capitalised), {base.broken_words} correct words broken, {base.clean_unchanged} clean unchanged",
             file=sys.stderr,
         )
-        for pair in pairs:
-            speculator.capital_check_margin, speculator.capital_check_initial_margin = pair
-            counts = typo_counts(sources, references, speculator.correct(sources))
-            rows.setdefault(pair, {})[name] = (
+        for margin, initial in pairs:
+            outputs = speculator.correct(sources, capital_check_margin=margin, capital_check_initial_margin=initial)
+            counts = typo_counts(sources, references, outputs)
+            rows.setdefault((margin, initial), {})[name] = (
                 counts.fixed - base.fixed,
                 counts.capitalised_fixed - base.capitalised_fixed,
                 counts.broken_words - base.broken_words,

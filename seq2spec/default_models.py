@@ -7,6 +7,8 @@ from pathlib import Path
 import torch
 from transformers import AutoModelForSeq2SeqLM, AutoTokenizer, PreTrainedModel, PreTrainedTokenizerBase
 
+from seq2spec.spelling.settings import SPELLER_SETTINGS
+
 SPELLER_DIR = Path(__file__).parent / "assets" / "speller"
 # How Seq2SeqSpeculator() and `seq2spec correct` propose for the shipped speller when no draft is named: input copy
 # from the source after symspellpy's word-by-word check, no draft model. With this pair it measured fastest at
@@ -22,6 +24,7 @@ def load_speller(
 
     The weights are stored in float16; they load as float32 unless ``dtype`` says otherwise (float16 matrix
     products are slow or unsupported on many CPUs). ``dtype="int8"``: the int8 mode on a CPU (``seq2spec.int8``).
+    The big model carries the text steps it is made for (``SPELLER_SETTINGS``), which ``correct`` takes by default.
     """
     from seq2spec.int8 import float_dtype, is_int8_dtype, quantize_int8_pair
 
@@ -38,6 +41,7 @@ def load_speller(
         big, small = big.to(device), small.to(device)
     if is_int8_dtype(dtype):
         quantize_int8_pair(big, small)
+    big.seq2spec_spelling = SPELLER_SETTINGS
     tokenizer = AutoTokenizer.from_pretrained(SPELLER_DIR / "big")
     return big, small, tokenizer
 
@@ -129,18 +133,3 @@ def load_whisper_base_pair(device: str | torch.device | None = None, dtype: torc
     if is_int8_dtype(dtype):
         quantize_int8_pair(big, draft)
     return big, draft, processor
-
-
-SPELLER_SENTENCE_CHARS = 140  # the longest training sentence of the shipped speller (recipes/speller_data.py)
-
-
-def not_for_the_speller(text: str) -> bool:
-    """True for text the shipped speller is not made for: most of its letters are in a script other than Latin (the
-    speller knows English only and would turn such text into English words)."""
-    import unicodedata
-
-    letters = [character for character in text if character.isalpha()]
-    if not letters:
-        return False
-    latin = sum(1 for character in letters if unicodedata.name(character, "").startswith("LATIN"))
-    return latin < len(letters) / 2

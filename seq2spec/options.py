@@ -155,6 +155,32 @@ class SpeculationStats:
     def tokens_per_big_forward(self) -> float:
         return self.generated_tokens / self.big_row_forwards if self.big_row_forwards else 0.0
 
+    def record_round(
+        self,
+        accepted: list[int],
+        emitted: list[int],
+        proposed: list[int] | None,
+        copied: list[int] | None,
+        draft_forwards: int,
+    ) -> None:
+        """One round of the loop, per live row: candidates accepted, tokens emitted, real candidates proposed (None:
+        the round proposed none) and how many of those were copied from the source (None: no copy); with the draft
+        forwards the proposal cost."""
+        self.big_forwards += 1
+        self.big_row_forwards += len(emitted)
+        self.generated_tokens += sum(emitted)
+        self.draft_forwards += draft_forwards
+        if proposed is None:
+            return
+        # a filler token the big model happened to agree with is no accepted proposal
+        kept = [min(a, e, p) for a, e, p in zip(accepted, emitted, proposed, strict=True)]
+        self.proposed_draft_tokens += sum(proposed)
+        self.accepted_draft_tokens += sum(kept)
+        if copied is not None:
+            self.proposed_copy_tokens += sum(copied)
+            self.accepted_copy_tokens += sum(map(min, kept, copied))
+        self.record_accepted_lengths(accepted)
+
     def record_accepted_lengths(self, lengths: list[int]) -> None:
         for length in lengths:
             if length >= len(self.accepted_length_histogram):

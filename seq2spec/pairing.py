@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import difflib
 import re
+import warnings
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import torch
 from transformers import PreTrainedModel
 
-from seq2spec.int8 import is_int8
+from seq2spec.decoding.families import Family, family_of
+from seq2spec.int8 import float_dtype, is_int8, is_int8_dtype, quantize_int8_pair
 
 ModelLike = PreTrainedModel | str
 KEYWORDS = ("input-copy", "none")  # what --draft takes besides a model
@@ -133,3 +136,85 @@ def encoders_match(big: PreTrainedModel, small: PreTrainedModel) -> bool:
         and torch.equal(big_state[name], small_state[name].to(big_state[name].device, big_state[name].dtype))
         for name in big_state
     )
+
+
+def load_dtype(device: str | torch.device | None, dtype: torch.dtype | str | None) -> dict[str, Any]:
+    """``from_pretrained``'s dtype for a model loaded by name: ``dtype`` when given, float32 for a CPU (a checkpoint
+    stored in float16 would otherwise run in float16, slow on most CPUs and with coarser rounding), else the
+    checkpoint's own."""
+    if dtype is not None:
+        return {"dtype": float_dtype(dtype)}
+    return {"dtype": torch.float32} if device is None or torch.device(device).type == "cpu" else {}
+
+
+@dataclass
+class ModelPair:
+    """A big model and its draft model (if any), checked to work together."""
+
+    big: PreTrainedModel
+    big_family: Family
+    draft: PreTrainedModel | None = None
+    draft_family: Family | None = None
+    shares_encoder: bool = False  # the draft reads the big model's encoder output
+
+    @classmethod
+    def load(
+        cls,
+        big: ModelLike,
+        draft: ModelLike | None,
+        device: str | torch.device | None = None,
+        dtype: torch.dtype | str | None = None,
+    ) -> ModelPair:
+        """The pair from models or names: a model loaded by name takes ``device`` and ``dtype`` (``"int8"``: the
+        int8 mode), a draft loaded by name follows the big model."""
+        int8 = is_int8_dtype(dtype)
+        loaded_by_name = isinstance(big, str)
+        if int8 and not loaded_by_name:
+            raise ValueError(
+                "dtype applies to models loaded by name; quantise your own models with "
+                "seq2spec.int8.quantize_int8_pair(big, draft) (or quantize_int8(big)) before passing them"
+            )
+        model = load_model(big, "big", **load_dtype(device, dtype))
+        if loaded_by_name and (device is not None or dtype is not None):
+            model = model.to(device=device, dtype=float_dtype(dtype))
+        pair = cls(model, family_of(model, "big"))
+        if draft is not None:
+            loaded = load_model(draft, "draft")
+            pair.draft = loaded.to(model.device, model.dtype) if isinstance(draft, str) else loaded
+            pair.draft_family = family_of(pair.draft, "draft")
+            check_compatible(model, pair.draft)
+            # a decoder-only assistant has no encoder: it reads the big model's encoder output
+            pair.shares_encoder = pair.draft_family.decoder_only or encoders_match(model, pair.draft)
+        if int8 and loaded_by_name:
+            quantize_int8_pair(model, pair.draft if isinstance(draft, str) else None)
+        for role, member in (("big", pair.big), ("draft", pair.draft)):
+            if member is not None and member.training:
+                message = f"the {role} model is in training mode (dropout active); call .eval() first"
+                warnings.warn(message, stacklevel=3)
+        return pair
+
+    @property
+    def position_limit(self) -> int | None:
+        """The fewest decoder positions either model has (None: no limit)."""
+        limits = [f.max_target_length for f in (self.big_family, self.draft_family) if f and f.max_target_length]
+        return min(limits) if limits else None
+
+
+def load_tokenizer(source: str):
+    """The tokenizer ``from_pretrained`` loads for a model name or path; a failure names the fix."""
+    from transformers import AutoTokenizer
+
+    try:
+        return AutoTokenizer.from_pretrained(source, **locate_pretrained(source, "tokenizer", model=False))
+    except Exception as error:  # noqa: BLE001 - re-raised with the fix named
+        raise ValueError(f"could not load a tokenizer from {source!r}; pass tokenizer=") from error
+
+
+def load_processor(source: str):
+    """Whisper's processor (feature extractor + tokenizer) for a model name or path; a failure names the fix."""
+    from transformers import AutoProcessor
+
+    try:
+        return AutoProcessor.from_pretrained(source, **locate_pretrained(source, "processor", model=False))
+    except Exception as error:  # noqa: BLE001 - re-raised with the fix named
+        raise ValueError(f"could not load a processor from {source!r}; pass tokenizer=WhisperProcessor") from error

@@ -1,4 +1,4 @@
-"""Shared fixtures: small random models with varied greedy outputs (see seq2spec.toys and toy_helpers)."""
+"""Shared fixtures: small random models with varied greedy outputs (see seq2spec.commands.toys and toy_helpers)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import torch
 from synthetic_audio import tone
 from toy_helpers import perturbed_copy
 
-from seq2spec.toys import FAMILIES, build_toy_model
+from seq2spec.commands.toys import FAMILIES, build_toy_model
 
 torch.set_num_threads(min(2, torch.get_num_threads()))
 # the recipes (training, evaluation, metrics) are scripts, not part of the package: their tests import them from here

@@ -6,7 +6,7 @@ import pytest
 from conftest import assert_same, greedy
 
 from seq2spec import Seq2SeqSpeculator
-from seq2spec.toys import random_sources
+from seq2spec.commands.toys import random_sources
 
 NUM_DRAFT = 5
 
@@ -60,12 +60,15 @@ def test_stats_are_consistent(toy_models):
     models = toy_models["bart"]
     input_ids, mask = random_sources(7, seed=24, pad_id=1)
     speculator = Seq2SeqSpeculator(models["big"], models["perturbed"], num_draft_tokens=3)
-    speculator.generate(input_ids, mask, max_new_tokens=30)
+    output = speculator.generate(input_ids, mask, max_new_tokens=30)
     stats = speculator.last_stats
     assert stats.draft_forwards > 0 and stats.big_forwards > 0
-    assert 0 <= stats.accepted_draft_tokens <= stats.proposed_draft_tokens
+    assert 0 < stats.accepted_draft_tokens <= stats.proposed_draft_tokens
     assert sum(stats.accepted_length_histogram) == stats.big_row_forwards
-    assert stats.generated_tokens >= stats.accepted_draft_tokens
+    # every token after the decoder start is counted once (the toys never emit padding)
+    assert stats.generated_tokens == int((output[:, 1:] != models["big"].config.pad_token_id).sum())
+    # a row forward emits at most its accepted candidates and the big model's own token
+    assert stats.accepted_draft_tokens < stats.generated_tokens <= stats.accepted_draft_tokens + stats.big_row_forwards
     assert set(stats.as_dict()) >= {"acceptance_rate", "tokens_per_big_forward", "accepted_length_histogram"}
 
 

@@ -7,7 +7,7 @@ import torch
 from transformers import GPT2Config, GPT2LMHeadModel
 
 from seq2spec import Seq2SeqSpeculator
-from seq2spec.toys import build_toy_model, random_sources
+from seq2spec.commands.toys import build_toy_model, random_sources
 
 
 @pytest.fixture(scope="module")
@@ -20,7 +20,7 @@ def test_decoder_only_model_is_refused(pair):
     gpt2 = GPT2LMHeadModel(GPT2Config(n_layer=1, n_embd=32, n_head=2, vocab_size=128))
     with pytest.raises(TypeError, match="not an encoder-decoder"):
         Seq2SeqSpeculator(gpt2)
-    with pytest.raises(TypeError, match="small .*not an encoder-decoder"):
+    with pytest.raises(TypeError, match="draft .*not an encoder-decoder"):
         Seq2SeqSpeculator(pair[0], gpt2)
 
 

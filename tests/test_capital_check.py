@@ -6,9 +6,9 @@ import pytest
 import torch
 
 from seq2spec import Seq2SeqSpeculator
-from seq2spec.capital_check import DEFAULT_MARGIN, CapitalCheck, candidates, output_scorer
 from seq2spec.commands.main import main
 from seq2spec.default_models import SPELLER_DIR, load_speller
+from seq2spec.spelling.capital_check import DEFAULT_MARGIN, CapitalCheck, candidates, output_scorer
 
 # a dictionary of a few words, and the word one edit away from some non-words
 KNOWN = {"so", "long", "ago", "england", "men", "erosion", "the", "ridges", "runs", "on", "from", "of", "inhabitants"}
@@ -130,7 +130,9 @@ def test_correct_checks_capitalised_typos_the_speller_copied():
     ]
     assert speculator.correct(texts, check_capitals=False)[0].startswith("Lnog ago")
     big, small, tokenizer = load_speller()
-    assert not Seq2SeqSpeculator(big, small, tokenizer).check_capitals  # another model: off unless asked
+    assert Seq2SeqSpeculator(big, small, tokenizer).spelling.check_capitals  # the shipped model carries its settings
+    del big.seq2spec_spelling  # another model: off unless asked
+    assert not Seq2SeqSpeculator(big, small, tokenizer).spelling.check_capitals
     with pytest.raises(TypeError, match="check_capitals"):
         speculator.correct(texts, check_capitals="yes")
 
@@ -174,3 +176,63 @@ def test_the_tuning_recipe_reports_each_margin_and_picks_one(tmp_path, monkeypat
     rows = [line for line in out.splitlines() if line.startswith("| ") and line.split(" | ")[0][2:].isdigit()]
     assert [tuple(row.split(" | ")[:2]) for row in rows] == [("| 1", "1"), ("| 1", "5"), ("| 3", "3"), ("| 3", "5")]
     assert "most typos fixed net of correct words broken: margin " in out
+
+
+def test_lower_case_words_have_their_own_margin_and_are_checked_only_when_asked():
+    originals = ["so lnog ago", "So Lnog ago"]
+    assert [c.lower for c in candidates(originals, originals, originals, correct_word, ("title", "lower"))[1]] == [
+        True,
+        False,
+    ]
+    assert [c.text for c in candidates(originals, originals, originals, correct_word)[1]] == [1]  # title only
+    scores = {"so lnog ago": 0.0, "so long ago": -3.0, "So Lnog ago": 0.0, "So Long ago": -3.0}
+
+    def score(texts: list[str], outputs: list[str]) -> list[float]:
+        return [scores[output] for output in outputs]
+
+    words = CapitalCheck(score, margin=None, correct_word=correct_word, lower_margin=4.0)
+    assert words(originals, originals, originals) == ["so long ago", "So Lnog ago"]  # capitals not checked
+    both = CapitalCheck(score, margin=1.0, correct_word=correct_word, lower_margin=4.0)
+    assert both(originals, originals, originals) == ["so long ago", "So Lnog ago"]  # 3 nats: within 4, not 1
+    assert CapitalCheck(score, correct_word=correct_word, lower_margin=2.0)(
+        originals[:1], originals[:1], originals[:1]
+    ) == ["so lnog ago"]
+    with pytest.raises(ValueError, match="lower_margin"):
+        CapitalCheck(score, correct_word=correct_word, lower_margin=-1.0)
+
+
+def test_a_change_between_dictionary_words_is_undone_unless_the_model_is_sure():
+    known = KNOWN | {"odor", "door", "form"}
+
+    def checker(word: str) -> str | None:
+        return word if word in known else NEIGHBOURS.get(word)
+
+    originals = ["the odor of ridges", "the form ridges"]
+    outputs = ["the door of ridges", "the from ridges"]
+    _, found = candidates(originals, originals, outputs, checker, ("revert",))
+    assert [(c.text, c.replacement, c.revert) for c in found] == [(0, "odor", True), (1, "form", True)]
+    assert candidates(originals, originals, outputs, checker)[1] == []  # asked for capitals only
+    scores = {"the door of ridges": 0.0, "the odor of ridges": -2.0, "the from ridges": 0.0, "the form ridges": -9.0}
+
+    def score(texts: list[str], said: list[str]) -> list[float]:
+        return [scores[output] for output in said]
+
+    check = CapitalCheck(score, margin=None, correct_word=checker, revert_margin=5.0)
+    assert check(originals, originals, outputs) == ["the odor of ridges", "the from ridges"]
+
+
+def test_a_long_lower_case_word_has_its_own_margin():
+    known = KNOWN | {"private", "tape"}
+
+    def checker(word: str) -> str | None:
+        return word if word in known else {"pdivate": "private", "tapa": "tape"}.get(word)
+
+    texts = ["the pdivate tapa"]
+    scores = {"the pdivate tapa": 0.0, "the private tapa": -7.0, "the pdivate tape": -7.0}
+
+    def score(sources: list[str], outputs: list[str]) -> list[float]:
+        return [scores[output] for output in outputs]
+
+    check = CapitalCheck(score, margin=None, correct_word=checker, lower_margin=4.0, long_lower_margin=8.0)
+    assert check(texts, texts, texts) == ["the private tapa"]  # 7 nats: within 8 for seven letters, not 4 for four
+    assert CapitalCheck(score, margin=None, correct_word=checker, lower_margin=4.0)(texts, texts, texts) == texts

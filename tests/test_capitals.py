@@ -1,8 +1,9 @@
-"""seq2spec.capitals: which capitalised words go to the model in lower case, and how their capitals come back."""
+"""seq2spec.spelling.capitals: which capitalised words go to the model in lower case, and how their capitals come
+back."""
 
 from __future__ import annotations
 
-from seq2spec.capitals import fold_capitals
+from seq2spec.spelling.capitals import fold_capitals
 
 # a stand-in for the classical checker: lower-case word -> its closest dictionary word, or None when none is close
 SUGGESTIONS = {"evory": "every", "ploicy": "policy", "teh": "the", "paris": "paris", "wrold": "world"}

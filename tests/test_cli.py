@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from conftest import greedy
 
 from seq2spec import Seq2SeqSpeculator
 from seq2spec.commands.correct import one_line
@@ -46,10 +47,21 @@ def test_correct_command_reads_files_and_writes_lines(saved_pair, tmp_path, toy_
     assert "tokens per big forward" in capsys.readouterr().err
 
 
-def test_loading_by_path_shares_the_tokenizer(saved_pair):
+def test_loading_by_path_shares_the_tokenizer(saved_pair, toy_byte_models):
+    """Models loaded by path decode with the tokenizer saved beside the big one: the big model's greedy text."""
     big_path, small_path = saved_pair
     speculator = Seq2SeqSpeculator(str(big_path), str(small_path))
-    assert speculator.correct(["hello"], max_new_tokens=4) == speculator.correct(["hello"], max_new_tokens=4)
+    big, _, tokenizer = toy_byte_models
+    texts = ["hello", "a second, longer line"]
+    expected = [
+        tokenizer.decode(
+            greedy(big, tokenizer(text, return_tensors="pt")["input_ids"], max_new_tokens=8)[0],
+            skip_special_tokens=True,
+        )
+        for text in texts
+    ]
+    assert len(set(expected)) == 2 and all(expected)
+    assert speculator.correct(texts, max_new_tokens=8, protect=False) == expected
 
 
 def test_demo_reports_identical_outputs(capsys):

@@ -23,7 +23,8 @@ from toy_helpers import (
 )
 
 from seq2spec import Seq2SeqSpeculator
-from seq2spec.toys import FAMILIES, build_toy_model, random_sources
+from seq2spec.commands.toys import FAMILIES, build_toy_model, random_sources
+from seq2spec.spelling.settings import SpellingSettings
 
 # SEQ2SPEC_TEST_DEVICE=cpu runs these tests on the CPU (to check the tests themselves where there is no GPU)
 DEVICE = os.environ.get("SEQ2SPEC_TEST_DEVICE", "cuda")
@@ -103,18 +104,20 @@ def test_shipped_speller_on_cuda(dtype):
     batch = tokenizer(texts, padding=True, return_tensors="pt").to(DEVICE)
     expected = big.generate(**batch, do_sample=False, max_new_tokens=64)
     for mode in (
-        {"small": small},
-        {"small": small, "lean_draft": False},
-        {"small": small, "acceptance": "batch-min"},
+        {"draft": small},
+        {"draft": small, "lean_draft": False},
+        {"draft": small, "acceptance": "batch-min"},
         {"draft": "input-copy"},
         {"draft": "input-copy", "spellcheck_copy": True},  # the shipped speller's default proposer
     ):
         speculator = Seq2SeqSpeculator(big, tokenizer=tokenizer, **mode)
         assert_same(speculator.generate(batch["input_ids"], batch["attention_mask"], max_new_tokens=64), expected)
-        if mode.get("lean_draft", "small" in mode):  # the draft's lean step passed its probe on this device and dtype
+        if mode.get("lean_draft", mode["draft"] is small):  # the draft's lean step passed its probe on this device
             assert speculator._proposers.lean_step() is not None
+    plain = Seq2SeqSpeculator(big, small, tokenizer=tokenizer, spelling=SpellingSettings(protect=False))
+    corrected = plain.correct(texts, batch_size=8, max_new_tokens=64)
+    assert corrected == tokenizer.batch_decode(expected, skip_special_tokens=True)  # the model's own output
     corrected = Seq2SeqSpeculator(big, small, tokenizer=tokenizer).correct(texts, batch_size=8, max_new_tokens=64)
-    assert corrected == tokenizer.batch_decode(expected, skip_special_tokens=True)
     default = Seq2SeqSpeculator(device=DEVICE, dtype=DTYPES[dtype])  # the shipped speller as a user gets it
     assert default.correct(texts, batch_size=8, max_new_tokens=64) == corrected
 

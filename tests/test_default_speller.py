@@ -11,10 +11,11 @@ import torch
 from metrics import cer
 
 from seq2spec import Seq2SeqSpeculator
-from seq2spec.capitals import fold_capitals
 from seq2spec.commands.main import main
-from seq2spec.default_models import SPELLER_DIR, load_speller
-from seq2spec.text_steps import TextSteps
+from seq2spec.default_models import SPELLER_DIR, SPELLER_SETTINGS, load_speller
+from seq2spec.spelling.capital_check import output_scorer
+from seq2spec.spelling.capitals import fold_capitals
+from seq2spec.spelling.pipeline import SpellingPipeline
 
 MISSPELLED = [
     "Thsi sentense has a fwe erors in it.",
@@ -63,10 +64,10 @@ def test_default_pair_loads_and_shares_a_tokenizer(speller):
     assert big.dtype == torch.float32 and small.dtype == torch.float32
     assert big.config.vocab_size == small.config.vocab_size == len(tokenizer)
     speculator = Seq2SeqSpeculator()
-    assert speculator.tokenizer is not None
+    assert speculator.tokenizer(MISSPELLED[0])["input_ids"] == tokenizer(MISSPELLED[0])["input_ids"]
     # its default proposer: input copy from the spell-checked source, no draft model; the draft stays one argument away
-    assert speculator.small is None and speculator.options.spellcheck_copy
-    assert Seq2SeqSpeculator(None, small).small is small
+    assert speculator.draft is None and speculator.options.spellcheck_copy
+    assert Seq2SeqSpeculator(None, small).draft is small
     assert not Seq2SeqSpeculator(None, small).options.spellcheck_copy
 
 
@@ -90,8 +91,9 @@ def test_default_correct_equals_big_greedy(speller):
     corrected = speculator.correct(MISSPELLED, batch_size=2)
     folded = fold_capitals(MISSPELLED)
     assert folded[0].text.startswith("thsi ") and sum(bool(f.folded) for f in folded) == 1
-    steps = TextSteps(fold_capitals=True, keep_dictionary_words=True)
-    assert corrected == steps.run(MISSPELLED, lambda texts: _greedy_texts(big, tokenizer, texts))
+    score = output_scorer(big, tokenizer)  # as correct runs the shipped model: its settings, checks included
+    greedy = SpellingPipeline(SPELLER_SETTINGS, lambda texts: _greedy_texts(big, tokenizer, texts), score, tokenizer)
+    assert corrected == greedy(MISSPELLED)
     assert speculator.last_stats.acceptance_rate > 0.5
     assert speculator.last_stats.proposed_copy_tokens > 0 and speculator.last_stats.draft_forwards == 0
     assert corrected != MISSPELLED  # it does correct something
@@ -106,7 +108,7 @@ def test_default_correct_equals_big_greedy(speller):
 
 
 @needs_weights
-def test_capitalised_typos_are_fixed_as_lower_case_ones_are(speller):
+def test_capitalised_typos_are_fixed_as_lower_case_ones_are(speller, monkeypatch):
     texts = ["Evory morning the new Ploicy is read aloud.", "Imoportant data stays on the server."]
     speculator = Seq2SeqSpeculator()
     assert speculator.correct(texts) == [
@@ -117,11 +119,13 @@ def test_capitalised_typos_are_fixed_as_lower_case_ones_are(speller):
     as_written = speculator.correct(texts, fold_capitals=False, check_capitals=False)
     assert "Policy" not in as_written[0] and as_written[1].startswith("Imoportant")
     big, small, tokenizer = speller
-    assert not Seq2SeqSpeculator(big, small, tokenizer).fold_capitals  # another model: off unless asked
+    assert Seq2SeqSpeculator(big, small, tokenizer).spelling.fold_capitals  # the shipped model carries its settings
+    monkeypatch.delattr(big, "seq2spec_spelling")  # another model: off unless asked
+    assert not Seq2SeqSpeculator(big, small, tokenizer).spelling.fold_capitals
 
 
 @needs_weights
-def test_correct_words_the_model_garbles_come_back_as_written(speller):
+def test_correct_words_the_model_garbles_come_back_as_written(speller, monkeypatch):
     """The shipped model writes "Satuff" for a clean "Staff" (and "magental" for "magenta"): correct() gives the
     dictionary words back; with keep_dictionary_words=False it returns the model's own greedy output."""
     big, small, tokenizer = speller
@@ -131,7 +135,8 @@ def test_correct_words_the_model_garbles_come_back_as_written(speller):
     assert as_written == _greedy_texts(big, tokenizer, texts)
     assert as_written != texts  # the model does garble them: the step has something to undo
     assert speculator.correct(texts) == texts
-    assert not Seq2SeqSpeculator(big, small, tokenizer).keep_dictionary_words  # another model: off unless asked
+    monkeypatch.delattr(big, "seq2spec_spelling")  # another model: off unless asked
+    assert not Seq2SeqSpeculator(big, small, tokenizer).spelling.keep_dictionary_words
 
 
 @needs_weights
@@ -252,23 +257,27 @@ def test_int8_mode_equals_int8_greedy(tmp_path, capsys):
 
 @needs_weights
 def test_long_lines_are_corrected_sentence_by_sentence(speller, tmp_path, capsys):
-    from seq2spec.text_pieces import join_pieces, split_text
+    from seq2spec.spelling.pieces import split_text
 
     big, _, tokenizer = speller
     line = (
         "Thsi sentense has a fwe erors. She recieved a leter from her freind, and she was very hapy about it "
         "becuase it had been a long tiem since they last spoke."
     )
-    assert len(line) > 140
-    steps = TextSteps(fold_capitals=True, keep_dictionary_words=True)  # as correct runs the shipped model
+    assert len(line) > 140 and len(split_text(line, 140).pieces) == 2
+    seen = []
 
-    def in_pieces(texts: list[str]) -> list[str]:
-        split = split_text(texts[0], 140)
-        return [join_pieces(split, _greedy_texts(big, tokenizer, split.pieces))]
+    def greedy(texts: list[str]) -> list[str]:
+        seen.extend(texts)
+        return _greedy_texts(big, tokenizer, texts)
 
-    [pieced] = steps.run([line], in_pieces)
-    [whole] = steps.run([line], lambda texts: _greedy_texts(big, tokenizer, texts))
-    assert pieced != whole
+    score = output_scorer(big, tokenizer)  # as correct runs the shipped model: its settings, checks included
+    [pieced] = SpellingPipeline(SPELLER_SETTINGS, greedy, score, tokenizer)([line])
+    assert len(seen) == 2  # the model read the line's two sentences apart
+    seen.clear()
+    whole_line = SPELLER_SETTINGS.updated(split_longer_than=None)
+    [whole] = SpellingPipeline(whole_line, greedy, score, tokenizer)([line])
+    assert len(seen) == 1  # the whole line at once
     source = tmp_path / "long.txt"
     source.write_text(line + "\n")
     assert main(["correct", str(source)]) == 0

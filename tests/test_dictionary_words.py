@@ -1,12 +1,13 @@
-"""seq2spec.dictionary_words and seq2spec.text_steps: which of the model's changes are undone, and in what order
-``correct``'s steps run around the model."""
+"""seq2spec.spelling.dictionary_words and seq2spec.spelling.pipeline: which of the model's changes are undone, and in
+what order ``correct``'s steps run around the model."""
 
 from __future__ import annotations
 
 import pytest
 
-from seq2spec.dictionary_words import dictionary_checker, is_dictionary_token, keep_dictionary_words
-from seq2spec.text_steps import TextSteps
+from seq2spec.spelling.dictionary_words import dictionary_checker, is_dictionary_token, keep_dictionary_words
+from seq2spec.spelling.pipeline import SpellingPipeline
+from seq2spec.spelling.settings import SpellingSettings
 
 WORDS = {"the", "staff", "meeting", "is", "at", "noon", "nomad", "well", "known", "from", "form", "every", "day", "s"}
 
@@ -22,6 +23,11 @@ def test_tokens_are_known_when_every_piece_is():
     assert is_dictionary_token("--", is_word)  # punctuation alone
     assert not is_dictionary_token("Satuff", is_word) and not is_dictionary_token("nomade's", is_word)
     assert not is_dictionary_token("x86_64", is_word) and not is_dictionary_token("café", is_word)
+    # a contraction is known when its stem is ("didn't": "did"; "can't": "can")
+    assert is_dictionary_token("staff's", is_word) and is_dictionary_token("the’ll", is_word)
+    known = WORDS | {"did", "can"}
+    assert is_dictionary_token("didn't", known.__contains__) and is_dictionary_token("can't", known.__contains__)
+    assert not is_dictionary_token("didnt", known.__contains__) and not is_dictionary_token("xyzn't", is_word)
 
 
 def test_a_dictionary_word_made_into_a_non_word_comes_back_as_written():
@@ -53,13 +59,13 @@ def test_the_shipped_dictionary_knows_common_words():
 
 
 def test_steps_fold_before_the_model_and_keep_words_after(monkeypatch):
-    import seq2spec.text_steps as text_steps
+    import seq2spec.spelling.pipeline as text_steps
 
     suggestions = {"evory": "every", "satuff": "staff"}
     fold, keep = text_steps.fold_capitals, text_steps.keep_dictionary_words_of
     monkeypatch.setattr(text_steps, "fold_capitals", lambda texts: fold(texts, suggestions.get))
     monkeypatch.setattr(
-        text_steps, "keep_dictionary_words_of", lambda sources, outputs: keep(sources, outputs, is_word)
+        text_steps, "keep_dictionary_words_of", lambda sources, outputs, **kw: keep(sources, outputs, is_word, **kw)
     )
     seen = []
 
@@ -67,9 +73,24 @@ def test_steps_fold_before_the_model_and_keep_words_after(monkeypatch):
         seen.extend(texts)
         return [text.replace("evory", "every").replace("meeting", "meetnig") for text in texts]
 
-    assert TextSteps(fold_capitals=True, keep_dictionary_words=True).run(["Evory meeting"], model) == ["Every meeting"]
+    both = SpellingSettings(protect=False, fold_capitals=True, keep_dictionary_words=True)
+    assert SpellingPipeline(both, model)(["Evory meeting"]) == ["Every meeting"]
     assert seen == ["evory meeting"]  # the model read the folded text; its garbled "meetnig" is undone
-    assert TextSteps(fold_capitals=True).run(["Evory meeting"], model) == ["Every meetnig"]
-    assert TextSteps().run(["Evory meeting"], model) == ["Evory meetnig"]  # no steps: the model's output
+    folding = SpellingSettings(protect=False, fold_capitals=True)
+    assert SpellingPipeline(folding, model)(["Evory meeting"]) == ["Every meetnig"]
+    plain = SpellingSettings(protect=False)
+    assert SpellingPipeline(plain, model)(["Evory meeting"]) == ["Evory meetnig"]  # no steps: the model's output
     with pytest.raises(TypeError, match="keep_dictionary_words must be True or False"):
-        TextSteps(keep_dictionary_words="yes")
+        SpellingSettings(keep_dictionary_words="yes")
+
+
+def test_unknown_words_the_model_garbled_come_back_when_asked():
+    source = "Okonkwo met Xyzzy at noon."
+    output = "Oknkwo met Xyzy at noone."
+    assert keep_dictionary_words(source, output, is_word) == "Oknkwo met Xyzy at noon."  # dictionary words only
+    assert keep_dictionary_words(source, output, is_word, unknown=True) == source
+    assert (
+        keep_dictionary_words(source, output, is_word, dictionary=False, unknown=True) == "Okonkwo met Xyzzy at noone."
+    )
+    # a non-word the model made into a dictionary word is the model's fix
+    assert keep_dictionary_words("teh staff", "the staff", is_word, unknown=True) == "the staff"

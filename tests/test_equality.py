@@ -8,7 +8,7 @@ from conftest import assert_same, greedy
 from toy_helpers import varied_enough
 
 from seq2spec import Seq2SeqSpeculator
-from seq2spec.toys import FAMILIES, random_sources
+from seq2spec.commands.toys import FAMILIES, random_sources
 
 MAX_NEW = 40
 
@@ -144,7 +144,7 @@ def test_no_draft_is_plain_greedy(toy_models):
 def test_mbart_learned_positions_per_row():
     from toy_helpers import perturbed_copy
 
-    from seq2spec.toys import build_toy_model
+    from seq2spec.commands.toys import build_toy_model
 
     big = build_toy_model("mbart", seed=4)
     models = {"big": big}

@@ -10,13 +10,13 @@ from conftest import assert_same, greedy
 from toy_helpers import varied_enough
 
 from seq2spec import Seq2SeqSpeculator
+from seq2spec.commands.toys import build_toy_model, random_sources
 from seq2spec.decoding import exact_t5
 from seq2spec.decoding.exact import ExactForwards
 from seq2spec.decoding.exact_t5 import ExactT5Forward
 from seq2spec.decoding.families import family_of
 from seq2spec.decoding.runner import DecoderRunner
 from seq2spec.int8 import quantize_int8
-from seq2spec.toys import build_toy_model, random_sources
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16, "int8"], ids=str)

@@ -426,8 +426,8 @@ def test_every_command_takes_threads(command):
 def test_small_none_means_no_draft_even_with_the_shipped_speller():
     from seq2spec import Seq2SeqSpeculator
 
-    no_draft = Seq2SeqSpeculator(small=None)
-    assert no_draft.small is None and not no_draft.options.spellcheck_copy and not no_draft._proposers.copy
+    no_draft = Seq2SeqSpeculator(draft=None)
+    assert no_draft.draft is None and not no_draft.options.spellcheck_copy and not no_draft._proposers.copy
     assert Seq2SeqSpeculator()._proposers.copy  # the default: input copy (spell-checked), no draft model
 
 

@@ -19,9 +19,8 @@ from toy_helpers import (
 )
 
 from seq2spec import Seq2SeqSpeculator
-from seq2spec.drafts.dense import int8_available, int8_pack
-from seq2spec.int8 import Int8Linear, is_int8, quantize_int8, quantize_int8_pair
-from seq2spec.toys import build_toy_model
+from seq2spec.commands.toys import build_toy_model
+from seq2spec.int8 import Int8Linear, int8_available, int8_pack, is_int8, quantize_int8, quantize_int8_pair
 
 pytestmark = pytest.mark.skipif(not int8_available(), reason="this PyTorch build has no x86/fbgemm int8 engine")
 
@@ -121,7 +120,7 @@ def test_int8_errors_name_the_way_out(int8_whisper):
 def test_float64_decoder_attention_ignores_block_size_and_gaps():
     """A query's attention output is the same bit for bit whether it comes alone over a gap-free cache (generate)
     or inside a block of queries over a cache with masked slots (speculative verification)."""
-    from seq2spec.exact_attention import float64_decoder_attention
+    from seq2spec.int8.attention import float64_decoder_attention
 
     module = torch.nn.Module()
     module.is_decoder = True

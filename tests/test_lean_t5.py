@@ -10,11 +10,11 @@ from conftest import assert_same, greedy
 from toy_helpers import varied_enough
 
 from seq2spec import Seq2SeqSpeculator
+from seq2spec.commands.toys import build_toy_model, random_sources
 from seq2spec.decoding.families import family_of
 from seq2spec.decoding.runner import DecoderRunner
 from seq2spec.drafts import lean_t5
 from seq2spec.drafts.lean_t5 import LeanT5Decoder
-from seq2spec.toys import build_toy_model, random_sources
 
 TOLERANCE = {torch.float32: 1e-4, torch.bfloat16: 5e-2, torch.float16: 1e-2}
 

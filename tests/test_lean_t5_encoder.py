@@ -12,8 +12,8 @@ from conftest import assert_same, greedy
 from toy_helpers import varied_enough
 
 from seq2spec import Seq2SeqSpeculator
+from seq2spec.commands.toys import build_toy_model, random_sources
 from seq2spec.drafts.lean_t5_encoder import LeanT5Encoder
-from seq2spec.toys import build_toy_model, random_sources
 
 TOLERANCE = {torch.float32: 1e-5, torch.bfloat16: 5e-2, torch.float16: 1e-2}
 

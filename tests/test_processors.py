@@ -58,7 +58,7 @@ def test_speculator_applies_suppress_tokens_as_generate_does(toy_models):
     from conftest import assert_same, greedy
 
     from seq2spec import Seq2SeqSpeculator
-    from seq2spec.toys import random_sources
+    from seq2spec.commands.toys import random_sources
 
     models = toy_models["t5"]
     big = models["big"]

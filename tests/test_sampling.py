@@ -18,8 +18,8 @@ from toy_helpers import perturbed_copy
 
 import seq2spec.decoding.search as search_module
 from seq2spec import Seq2SeqSpeculator
+from seq2spec.commands.toys import random_sources
 from seq2spec.decoding.verify import SamplingVerifier
-from seq2spec.toys import random_sources
 
 HORIZON = 3
 TEMPERATURE = 1.3

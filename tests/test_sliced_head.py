@@ -63,9 +63,9 @@ def test_speculator_output_is_unchanged_and_the_head_restored():
     speculator = Seq2SeqSpeculator(big, draft_from_big_layers(big, [0]))
     assert torch.equal(speculator.generate(input_features=features, max_new_tokens=30, language="fr"), expected)
     assert big.get_output_embeddings() is own
-    checked = speculator._big_head._sliced.equal
+    checked = speculator._big_head.sliced.equal
     assert checked and all(shape[1] > 1 or shape[0] > 1 for shape in checked)
     head_module.MIN_HEAD_BYTES = 2**40
     unsliced = Seq2SeqSpeculator(big, draft_from_big_layers(big, [0]))
     assert torch.equal(unsliced.generate(input_features=features, max_new_tokens=30, language="fr"), expected)
-    assert unsliced._big_head._sliced is None
+    assert unsliced._big_head.sliced is None

@@ -9,11 +9,11 @@ import torch
 from conftest import assert_same, greedy
 
 from seq2spec import Seq2SeqSpeculator
-from seq2spec.classical import SpellCheckedSource, correct_text, shared_symspell_corrector
+from seq2spec.commands.toys import random_sources
 from seq2spec.decoding.proposal import DecodingBatch
 from seq2spec.default_models import SPELLER_DIR, load_speller
 from seq2spec.drafts.input_copy import copy_sources
-from seq2spec.toys import random_sources
+from seq2spec.spelling.classical import SpellCheckedSource, correct_text, shared_symspell_corrector
 
 needs_weights = pytest.mark.skipif(not (SPELLER_DIR / "big").is_dir(), reason="needs the shipped speller")
 MISSPELLED = [

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from seq2spec.text_pieces import join_pieces, split_text
+from seq2spec.spelling.pieces import join_pieces, split_text
 
 TEXTS = [
     "  Hello there.  This is a test! Is it? Yes.\n",
@@ -55,7 +55,7 @@ def test_the_limit_must_be_positive():
 
 
 def test_only_texts_over_the_limit_are_cut_and_joined_back_in_order():
-    from seq2spec.text_pieces import PiecedTexts
+    from seq2spec.spelling.pieces import PiecedTexts
 
     texts = [" short. ", "Long one. Two! Three?", "", "ok"]
     pieced = PiecedTexts.of(texts, 10)

@@ -15,8 +15,8 @@ from synthetic_audio import tone
 from seq2spec import Seq2SeqSpeculator
 from seq2spec.commands.main import main
 from seq2spec.commands.transcribe import completed_files, render
-from seq2spec.progress import AudioProgress
 from seq2spec.whisper.audio import load_audio
+from seq2spec.whisper.progress import AudioProgress
 
 GOOD = {"a_8k_mono.wav", "b_16k_stereo.flac", "c_44k_stereo.wav", "d_16k_mono.ogg"}
 BAD = {"empty.wav", "notes.wav", "truncated.wav"}

@@ -12,7 +12,7 @@ from conftest import assert_same, greedy
 from toy_helpers import varied_enough
 
 from seq2spec import Proposal, Proposer, Seq2SeqSpeculator
-from seq2spec.toys import random_sources
+from seq2spec.commands.toys import random_sources
 
 README = Path(__file__).resolve().parents[1] / "README.md"
 

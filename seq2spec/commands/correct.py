@@ -17,10 +17,11 @@ from seq2spec.commands.flags import (
     add_ray_flags,
     add_runtime_flags,
     add_speculation_flags,
+    add_spelling_flags,
     apply_process_settings,
-    nonnegative_int,
     positive_int,
     speculation_changes,
+    spelling_changes,
     torch_dtype,
 )
 from seq2spec.commands.outputs import OutputError, OutputLock, ResumableText, check_output_path
@@ -113,6 +114,7 @@ def output_identity(args: argparse.Namespace, files: list[str]) -> dict:
         stat = Path(path).stat()
         inputs.append([str(Path(path).resolve()), stat.st_size, stat.st_mtime_ns])
     settings = {key: getattr(args, key) for key in ("model", "prefix", "max_new_tokens", "device", "dtype")}
+    settings.update(spelling_changes(args))
     return {"inputs": inputs, "settings": settings, "batch": [args.batch_size, args.chunk_size]}
 
 
@@ -215,19 +217,7 @@ def correct_arguments(args: argparse.Namespace) -> dict:
         "prefix": args.prefix,
         "truncate": args.truncate,
     }
-    split = getattr(args, "split_longer_than", None)
-    if split is not None:  # unset: the model's own limit
-        arguments["split_longer_than"] = split or None
-    fold = getattr(args, "fold_capitals", None)
-    if fold is not None:  # unset: the model's own default
-        arguments["fold_capitals"] = fold
-    keep = getattr(args, "keep_dictionary_words", None)
-    if keep is not None:
-        arguments["keep_dictionary_words"] = keep
-    check = getattr(args, "check_capitals", None)
-    if check is not None:
-        arguments["check_capitals"] = check
-    return arguments
+    return {**arguments, **spelling_changes(args)}  # unset: the model's own settings
 
 
 def add_parser(commands) -> argparse.ArgumentParser:
@@ -256,35 +246,10 @@ def add_parser(commands) -> argparse.ArgumentParser:
     correct.add_argument("--max-new-tokens", type=positive_int)
     correct.add_argument("--truncate", action="store_true", help="cut inputs longer than the model accepts")
     correct.add_argument(
-        "--split-longer-than",
-        type=nonnegative_int,
-        metavar="CHARS",
-        help="correct a line longer than CHARS characters sentence by sentence, whitespace kept; 0: every line whole "
-        "(default: the model's own limit, 140 for the shipped speller, which trained on sentences; none otherwise)",
-    )
-    correct.add_argument(
-        "--fold-capitals",
-        action=argparse.BooleanOptionalAction,
-        help="give a capitalised word that is close to, but not in, an English dictionary to the model in lower case "
-        "and capitalise the model's word in its place (default: on for the shipped speller, off otherwise)",
-    )
-    correct.add_argument(
-        "--keep-dictionary-words",
-        action=argparse.BooleanOptionalAction,
-        help="where the model made a dictionary word into a word no English dictionary knows, keep the word as "
-        "written (default: on for the shipped speller, off otherwise)",
-    )
-    correct.add_argument(
-        "--check-capitals",
-        action=argparse.BooleanOptionalAction,
-        help="where the model left a capitalised non-word one edit from a dictionary word, take that word if the "
-        "model scores it within 6.5 nats of its own output, 11 for a sentence's first word (default: on for the "
-        "shipped speller, off otherwise)",
-    )
-    correct.add_argument(
         "--out", type=Path, help="output file (default: standard output); a directory with --ray; resumable"
     )
     add_runtime_flags(correct)
+    add_spelling_flags(correct)
     add_speculation_flags(correct)
     add_ray_flags(correct)
     correct.set_defaults(run=run)

@@ -13,7 +13,7 @@ def run(args: argparse.Namespace) -> int:
     import torch
 
     from seq2spec import Seq2SeqSpeculator
-    from seq2spec.toys import build_toy_pair, random_sources
+    from seq2spec.commands.toys import build_toy_pair, random_sources
 
     torch.set_num_threads(args.threads)
     big, draft = build_toy_pair(args.pair)

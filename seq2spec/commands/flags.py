@@ -1,4 +1,5 @@
-"""Flags the commands share: speculation options (generated from ``SpeculationOptions``), runtime, and Ray."""
+"""Flags the commands share: speculation options and spelling settings (generated from ``SpeculationOptions`` and
+``SpellingSettings``), runtime, and Ray."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from typing import Any
 
 from seq2spec.memory import retain_freed_memory
 from seq2spec.options import SpeculationOptions
+from seq2spec.spelling.settings import SPELLER_SETTINGS, SpellingSettings
 
 DTYPE_NAMES = ("float32", "float16", "bfloat16")
 RUN_DTYPE_NAMES = (*DTYPE_NAMES, "int8")  # int8: seq2spec's int8 mode on a CPU (seq2spec.int8)
@@ -46,6 +48,38 @@ def add_speculation_flags(parser: argparse.ArgumentParser) -> None:
 def speculation_changes(args: argparse.Namespace) -> dict[str, Any]:
     """The speculation options set on the command line (to apply over the draft's tuned ones)."""
     return {name: getattr(args, name) for name in SpeculationOptions.field_names() if getattr(args, name) is not None}
+
+
+def add_spelling_flags(parser: argparse.ArgumentParser) -> None:
+    """One flag per ``SpellingSettings`` field a command line can give, with its help text; a flag left out keeps the
+    model's own setting (the shipped speller carries its own) or else the dataclass default."""
+    group = parser.add_argument_group(
+        "text steps around the model (unset flags keep the model's own settings: the shipped speller's, else the "
+        "defaults)"
+    )
+    for setting in SpellingSettings.flag_fields():
+        shipped = getattr(SPELLER_SETTINGS, setting.name)
+        default = f"default {setting.default}"
+        if shipped != setting.default:
+            default += f"; the shipped speller: {shipped}"
+        text = f"{setting.metadata['help']} ({default})"
+        if isinstance(setting.default, bool):
+            kind = {"action": argparse.BooleanOptionalAction}
+        elif setting.name == "split_longer_than":
+            kind, text = {"type": nonnegative_int, "metavar": "CHARS"}, text + "; 0: whole"
+        else:
+            kind = {"type": float, "metavar": "NATS"}
+        group.add_argument(flag_name(setting.name), dest=setting.name, default=None, help=text, **kind)
+
+
+def spelling_changes(args: argparse.Namespace) -> dict[str, Any]:
+    """The spelling settings set on the command line (to apply over the model's own); ``--split-longer-than 0`` is
+    None, every text whole."""
+    changes = {name: getattr(args, name, None) for name in SpellingSettings.field_names()}
+    changes = {name: value for name, value in changes.items() if value is not None}
+    if changes.get("split_longer_than") == 0:
+        changes["split_longer_than"] = None
+    return changes
 
 
 def add_runtime_flags(parser: argparse.ArgumentParser, *, dtypes: tuple[str, ...] = RUN_DTYPE_NAMES) -> None:

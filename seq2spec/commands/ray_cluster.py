@@ -22,6 +22,7 @@ from typing import Any
 from seq2spec.commands.correct import file_lines
 from seq2spec.commands.outputs import JsonlRecords, OutputError
 from seq2spec.options import SpeculationOptions
+from seq2spec.spelling.settings import SpellingSettings
 
 RAY_HINT = 'Ray is not installed: pip install "seq2spec[ray]"'
 # what every actor needs to build its speculator the way the local command would
@@ -39,7 +40,17 @@ TRANSCRIBE_KEYS = (
     "initial_prompt",
     "seed",
 )
-CORRECT_KEYS = ("model", "draft", "device", "dtype", "batch_size", "max_new_tokens", "prefix", "truncate")
+CORRECT_KEYS = (
+    "model",
+    "draft",
+    "device",
+    "dtype",
+    "batch_size",
+    "max_new_tokens",
+    "prefix",
+    "truncate",
+    *(setting.name for setting in SpellingSettings.flag_fields()),
+)
 
 
 def _ray():

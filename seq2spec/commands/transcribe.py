@@ -26,8 +26,8 @@ from seq2spec.commands.flags import (
     torch_dtype,
 )
 from seq2spec.commands.outputs import JsonlRecords, OutputError, OutputLock, check_output_path, write_file_atomically
-from seq2spec.progress import AudioProgress
 from seq2spec.whisper.audio import AudioError, duration_seconds, find_audio, load_audio
+from seq2spec.whisper.progress import AudioProgress
 
 
 def completed_files(out: Path) -> set[str]:

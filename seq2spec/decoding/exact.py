@@ -3,27 +3,23 @@ mirror (``exact_t5.py``) or the Whisper mirror (``exact_whisper.py``), chosen by
 
 from __future__ import annotations
 
-from typing import Protocol
+from collections.abc import Callable
 
-import torch
-from transformers import EncoderDecoderCache, PreTrainedModel
+from transformers import PreTrainedModel
 
-from seq2spec.decoding.exact_t5 import EXACT_FAMILIES, ExactT5Forward, model_state
+from seq2spec.decoding.checked import StateCache, model_state
+from seq2spec.decoding.exact_t5 import EXACT_FAMILIES, ExactT5Forward
 from seq2spec.decoding.exact_whisper import ExactWhisperForward
+from seq2spec.decoding.step import DecoderStep
 
 
-class ExactForward(Protocol):
-    """A big model's decoder forward computed outside transformers: float32 logits for ``tokens`` appended to the
-    cache, where row ``r``'s first ``pad[r]`` cache slots are padding (None: no row has any)."""
-
-    def __call__(
-        self,
-        tokens: torch.Tensor,
-        cache: EncoderDecoderCache,
-        encoder_hidden_states: torch.Tensor,
-        encoder_attention_mask: torch.Tensor | None,
-        pad: torch.Tensor | None,
-    ) -> torch.Tensor: ...
+def exact_builder(model: PreTrainedModel) -> Callable[[PreTrainedModel], DecoderStep | None] | None:
+    """The checked mirror's constructor for ``model``'s family, or None where there is no mirror."""
+    if model.config.model_type in EXACT_FAMILIES:
+        return ExactT5Forward.checked
+    if model.config.model_type == "whisper":
+        return ExactWhisperForward.checked
+    return None
 
 
 class ExactForwards:
@@ -31,17 +27,10 @@ class ExactForwards:
     device, dtype, mode or attention implementation change."""
 
     def __init__(self) -> None:
-        self._key: tuple | None = None
-        self._exact: ExactForward | None = None
+        self._cache: StateCache[DecoderStep | None] = StateCache()
 
-    def for_model(self, model: PreTrainedModel) -> ExactForward | None:
-        if model.config.model_type in EXACT_FAMILIES:
-            build = ExactT5Forward.checked
-        elif model.config.model_type == "whisper":
-            build = ExactWhisperForward.checked
-        else:
+    def for_model(self, model: PreTrainedModel) -> DecoderStep | None:
+        build = exact_builder(model)
+        if build is None:
             return None
-        key = (id(model), model_state(model))
-        if key != self._key:
-            self._key, self._exact = key, build(model)
-        return self._exact
+        return self._cache.get((id(model), model_state(model)), lambda: build(model))

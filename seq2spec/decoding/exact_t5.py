@@ -17,10 +17,7 @@ The check runs again after any change of the weights, device or dtype.
 
 from __future__ import annotations
 
-import logging
-from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Protocol, TypeVar
 
 import torch
 import torch.nn.functional as F
@@ -29,11 +26,10 @@ from transformers import DynamicCache, EncoderDecoderCache, PreTrainedModel
 from transformers.modeling_outputs import BaseModelOutput
 
 from seq2spec.decoding.cache import cache_argument
-from seq2spec.decoding.head import weight_state
-from seq2spec.exact_attention import NAME as FLOAT64_ATTENTION
-from seq2spec.exact_attention import float64_decoder_attention
-
-logger = logging.getLogger(__name__)
+from seq2spec.decoding.checked import BIT_EQUAL, check
+from seq2spec.decoding.mirror import MIRRORED_LINEARS, caches_equal, linear_forward, refuse_hooks_and_other_linears
+from seq2spec.int8.attention import NAME as FLOAT64_ATTENTION
+from seq2spec.int8.attention import float64_decoder_attention
 
 EXACT_FAMILIES = frozenset({"t5", "mt5"})
 
@@ -56,13 +52,6 @@ class _Block:
     dense: nn.Module  # T5DenseGatedActDense or T5DenseActDense
 
 
-def linear_forward(layer: nn.Module, hidden: torch.Tensor) -> torch.Tensor:
-    """nn.Linear's forward without the module call; an Int8Linear through its own forward."""
-    if type(layer) is nn.Linear:
-        return F.linear(hidden, layer.weight, layer.bias)
-    return layer(hidden)
-
-
 def _norm(layer: nn.Module, hidden: torch.Tensor) -> torch.Tensor:
     """T5LayerNorm's forward, operation for operation."""
     variance = hidden.to(torch.float32).pow(2).mean(-1, keepdim=True)
@@ -80,49 +69,6 @@ def _clamp(hidden: torch.Tensor) -> torch.Tensor:
         torch.isinf(hidden).any(), torch.finfo(hidden.dtype).max - 1000, torch.finfo(hidden.dtype).max
     )
     return torch.clamp(hidden, min=-clamp_value, max=clamp_value)
-
-
-class _Mirror(Protocol):
-    def matches_on_probe(self) -> bool: ...
-
-
-Mirror = TypeVar("Mirror", bound=_Mirror)
-
-
-def checked_mirror(build: Callable[[PreTrainedModel], Mirror], model: PreTrainedModel) -> Mirror | None:
-    """``build(model)`` if it reproduces transformers' logits and caches bit for bit on its probe, else None."""
-    try:
-        exact = build(model)
-        equal = exact.matches_on_probe()
-    except Exception as error:  # noqa: BLE001 - any structural difference means: keep transformers' forward
-        logger.info("exact forward unavailable for %s: %s", type(model).__name__, error)
-        return None
-    if not equal:
-        logger.info("exact forward for %s differs from transformers' on the probe; not used", type(model).__name__)
-        return None
-    return exact
-
-
-def refuse_hooks_and_other_linears(model: PreTrainedModel) -> None:
-    """Raise ValueError where a mirror would not do what the model's decoder does: a module with hooks, a linear
-    layer other than ``nn.Linear`` or seq2spec's ``Int8Linear``, a vocabulary head that is missing or hooked."""
-    from seq2spec.int8 import Int8Linear  # seq2spec.int8 imports the drafts, which import the runner
-
-    for name, module in model.get_decoder().named_modules():
-        if module._forward_hooks or module._forward_pre_hooks:
-            raise ValueError(f"decoder module {name!r} has hooks")
-        if isinstance(module, nn.Linear) and type(module) not in (nn.Linear, Int8Linear):
-            raise ValueError(f"decoder layer {name!r} is a {type(module).__name__}, not a plain nn.Linear")
-    head = model.get_output_embeddings()
-    if head is None or head._forward_hooks or head._forward_pre_hooks:
-        raise ValueError("the vocabulary head is missing or has hooks")
-
-
-def model_state(model: PreTrainedModel) -> tuple:
-    """What the check depends on: every parameter's storage, in-place version, dtype and device, the mode and the
-    attention implementation."""
-    states = tuple(weight_state(parameter) for parameter in model.parameters())
-    return (model.training, model.config._attn_implementation, states)
 
 
 class ExactT5Forward:
@@ -175,8 +121,6 @@ class ExactT5Forward:
 
     def _check_structure(self) -> None:
         """Refuse what the mirror does not reproduce: other layer types, hooks, dropout in training mode."""
-        from seq2spec.int8 import Int8Linear  # seq2spec.int8 imports the drafts, which import the runner
-
         refuse_hooks_and_other_linears(self.model)
         for block in self.blocks:
             gated = hasattr(block.dense, "wi_0")
@@ -185,7 +129,7 @@ class ExactT5Forward:
             for layer in (
                 (block.dense.wi_0, block.dense.wi_1, block.dense.wo) if gated else (block.dense.wi, block.dense.wo)
             ):
-                if type(layer) not in (nn.Linear, Int8Linear):
+                if type(layer) not in MIRRORED_LINEARS:
                     raise ValueError("a feed-forward layer is neither nn.Linear nor Int8Linear")
 
     @classmethod
@@ -194,7 +138,7 @@ class ExactT5Forward:
         else None (the model then keeps its own forward)."""
         if model.config.model_type not in EXACT_FAMILIES or model.training:
             return None
-        return checked_mirror(cls, model)
+        return check(f"exact forward for {type(model).__name__}", lambda: cls(model), cls.matches_on_probe, BIT_EQUAL)
 
     # ------------------------------------------------------------------ the forward
 
@@ -354,14 +298,3 @@ class ExactT5Forward:
                 if not torch.equal(reference, mine) or not caches_equal(theirs, ours):
                     return False
         return True
-
-
-def caches_equal(first: EncoderDecoderCache, second: EncoderDecoderCache) -> bool:
-    for part in ("self_attention_cache", "cross_attention_cache"):
-        layers = getattr(first, part).layers, getattr(second, part).layers
-        if len(layers[0]) != len(layers[1]):
-            return False
-        for one, other in zip(*layers, strict=True):
-            if not (torch.equal(one.keys, other.keys) and torch.equal(one.values, other.values)):
-                return False
-    return True

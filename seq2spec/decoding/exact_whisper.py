@@ -30,8 +30,9 @@ from transformers.modeling_utils import ALL_ATTENTION_FUNCTIONS
 from transformers.models.whisper.modeling_whisper import eager_attention_forward
 
 from seq2spec.decoding.cache import cache_argument
-from seq2spec.decoding.exact_t5 import caches_equal, checked_mirror, linear_forward, refuse_hooks_and_other_linears
+from seq2spec.decoding.checked import BIT_EQUAL, check
 from seq2spec.decoding.families import family_of, row_positions
+from seq2spec.decoding.mirror import caches_equal, linear_forward, refuse_hooks_and_other_linears
 
 
 @dataclass(frozen=True)
@@ -101,7 +102,7 @@ class ExactWhisperForward:
         else None (the model then keeps its own forward)."""
         if type(model).__name__ != "WhisperForConditionalGeneration" or model.training:
             return None
-        return checked_mirror(cls, model)
+        return check(f"exact forward for {type(model).__name__}", lambda: cls(model), cls.matches_on_probe, BIT_EQUAL)
 
     # ------------------------------------------------------------------ the forward
 

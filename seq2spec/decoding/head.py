@@ -20,17 +20,10 @@ import torch.nn.functional as F
 from torch import nn
 from transformers import PreTrainedModel
 
+from seq2spec.decoding.checked import BIT_EQUAL, StateCache, check, weight_state
+
 SLICE = 1024  # vocabulary entries per slice
 MIN_HEAD_BYTES = 16 * 2**20  # smaller heads stay in cache whole: slicing them gains nothing
-
-
-def weight_state(parameter: torch.Tensor) -> tuple:
-    """Where a weight lives and how often it was changed in place (inference tensors keep no count)."""
-    try:
-        version = parameter._version
-    except RuntimeError:
-        version = None
-    return parameter.data_ptr(), version, parameter.dtype, parameter.device
 
 
 class SlicedHead(nn.Module):
@@ -48,20 +41,34 @@ class SlicedHead(nn.Module):
         verdict = self.equal.get(shape)
         if verdict is False or hidden.numel() == hidden.shape[-1]:  # one position: the full product is as fast
             return self.head(hidden)
-        sliced = torch.cat([F.linear(hidden, w, b) for w, b in zip(self.weights, self.biases, strict=True)], dim=-1)
         if verdict is None:
             expected = self.head(hidden)
-            self.equal[shape] = torch.equal(sliced, expected)
+            same = check(
+                f"sliced head for inputs {shape}",
+                lambda: self.sliced(hidden),
+                lambda sliced: torch.equal(sliced, expected),
+                BIT_EQUAL,
+                catching=(),  # a failing product fails the forward, as the head's own would
+            )
+            self.equal[shape] = same is not None
             return expected
-        return sliced
+        return self.sliced(hidden)
+
+    def sliced(self, hidden: torch.Tensor) -> torch.Tensor:
+        """The head's product computed slice by slice."""
+        return torch.cat([F.linear(hidden, w, b) for w, b in zip(self.weights, self.biases, strict=True)], dim=-1)
 
 
 class BigModelHead:
     """Installs a ``SlicedHead`` in place of the big model's head for the duration of a forward (CPU only)."""
 
     def __init__(self) -> None:
-        self._key: tuple | None = None
-        self._sliced: SlicedHead | None = None
+        self._heads: StateCache[SlicedHead] = StateCache()
+
+    @property
+    def sliced(self) -> SlicedHead | None:
+        """The sliced head last installed (None before the first), with its verdicts per input shape."""
+        return self._heads.value
 
     @contextmanager
     def installed(self, model: PreTrainedModel) -> Iterator[None]:
@@ -70,10 +77,8 @@ class BigModelHead:
         if weight is None or weight.device.type != "cpu" or weight.numel() * weight.element_size() < MIN_HEAD_BYTES:
             yield
             return
-        key = (id(head), weight_state(head.weight))
-        if key != self._key or self._sliced is None:
-            self._key, self._sliced = key, SlicedHead(head)
-        model.set_output_embeddings(self._sliced)
+        sliced = self._heads.get((id(head), weight_state(head.weight)), lambda: SlicedHead(head))
+        model.set_output_embeddings(sliced)
         try:
             yield
         finally:

@@ -11,10 +11,13 @@ from host-side numbers.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import torch
+import torch.nn.functional as F
 
 from seq2spec.decoding.plan import GenerationPlan
-from seq2spec.decoding.proposal import DecodingBatch, Proposer
+from seq2spec.decoding.proposal import DecodingBatch, Proposal, Proposer
 from seq2spec.decoding.runner import DecoderRunner
 from seq2spec.decoding.scores import ScoreRecorder
 from seq2spec.decoding.sequences import PrefixProcessor, TokenBuffer
@@ -43,92 +46,135 @@ def speculative_decode(
     ``capture_draft_processing``: run the draft's logits processing as a CUDA graph where it can be captured.
     """
     verifier = verifier if verifier is not None else GreedyVerifier()
-    device = big.device
-    prompt = plan.prompt.to(device)
-    rows, prompt_length = prompt.shape
-    limit = prompt_length + plan.max_new_tokens
-    buffer = TokenBuffer(prompt, limit, plan.pad_token_id)
-    processor = PrefixProcessor(plan.logits_processor, buffer)
-    draft_processor = PrefixProcessor(plan.draft_logits_processor, buffer, capture_steps=capture_draft_processing)
-    eos = torch.tensor(plan.eos_token_ids, dtype=torch.long, device=device)
-    live_index = torch.arange(rows, device=device)  # batch rows still decoding, in runner order
-    lengths = [prompt_length] * rows  # host copy of each live row's buffer length
-    last = prompt  # fed with the first candidates; afterwards each row's last emitted token
+    rounds = Rounds(big, proposer, plan, verifier, recorder, capture_draft_processing)
     if any(batch.prompt_padding):
         big.pad_prompt(list(batch.prompt_padding))
     proposer.start(batch)
-
-    while lengths:
-        # never more candidates than the row with the most room left can use
-        max_tokens = max(1, limit - min(lengths) - 1)
-        if position_limit is not None:  # learned positions: feed no token past the last embedding
-            max_tokens = max(0, min(max_tokens, position_limit - max(lengths)))
-
-        def process_draft(
-            so_far: torch.Tensor, scores: torch.Tensor, rows: torch.Tensor = live_index, lengths: list[int] = lengths
-        ) -> torch.Tensor:
-            return draft_processor.step(rows, so_far.to(device), scores.to(device), lengths)
-
-        proposal = proposer.propose(max_tokens, process_draft)
-        candidates = proposal.tokens.to(device)
-        proposed = candidates.shape[1]
-        output = big.forward(torch.cat([last, candidates], dim=1))
-        if last is prompt:  # the first forward: its logits over the prompt are what some processors read
-            for observer in plan.prompt_observers:
-                observer.observe_prompt(output[:, :prompt_length])
-        logits = output[:, last.shape[1] - 1 :]
-        raw = logits.clone() if recorder is not None and recorder.keep_logits else None
-        scores = processor.positions(live_index, candidates, logits, lengths)  # processes logits in place
-        accepted, bonus = verifier.verify(candidates, scores, proposal.draft_probs)
-
-        # The row's new tokens: accepted candidates then the bonus, cut at the first EOS and at the length limit.
-        offsets = torch.arange(proposed + 1, device=device)[None, :]
-        padded = torch.nn.functional.pad(candidates, (0, 1))
-        new_tokens = torch.where(offsets < accepted[:, None], padded, bonus[:, None])
-        remaining = limit - buffer.lengths.index_select(0, live_index)
-        counts = torch.minimum(accepted + 1, remaining)
-        if eos.numel():
-            is_end = torch.isin(new_tokens, eos) & (offsets < counts[:, None])
-            first_end = torch.where(is_end, offsets, proposed + 1).min(dim=1).values
-            counts = torch.minimum(counts, first_end + 1)
-            finished = is_end.any(dim=1) | (counts >= remaining)
-        else:
-            finished = counts >= remaining
-        first_step = buffer.lengths.index_select(0, live_index) - prompt_length
-        buffer.append(live_index, new_tokens, counts)
-        accepted_host, counts_host, finished_host = torch.stack([accepted, counts, finished.long()]).tolist()
-        if recorder:
-            recorder.add(live_index, first_step, counts, max(counts_host), scores, raw)
-
-        stats.big_forwards += 1
-        stats.big_row_forwards += len(lengths)
-        stats.generated_tokens += sum(counts_host)
-        stats.draft_forwards += proposal.draft_forwards
-        if proposed:
-            real = proposal.real_counts()
-            # a filler token the big model happened to agree with is no accepted proposal
-            kept = [min(a, c, r) for a, c, r in zip(accepted_host, counts_host, real, strict=True)]
-            stats.proposed_draft_tokens += sum(real)
-            stats.accepted_draft_tokens += sum(kept)
-            if proposal.copied is not None:
-                stats.proposed_copy_tokens += sum(proposal.copied)
-                stats.accepted_copy_tokens += sum(map(min, kept, proposal.copied))
-            stats.record_accepted_lengths(accepted_host)
-        lengths = [length + count for length, count in zip(lengths, counts_host, strict=True)]
-
-        if any(finished_host):
-            keep = [position for position, done in enumerate(finished_host) if not done]
-            if not keep:
+    while rounds.lengths:
+        result = rounds.run(rounds.max_tokens(position_limit))
+        stats.record_round(
+            result.accepted, result.emitted, result.proposed, result.proposal.copied, result.proposal.draft_forwards
+        )
+        if any(result.finished):
+            if all(result.finished):
                 break
-            lengths = [lengths[position] for position in keep]
-            accepted_host = [accepted_host[position] for position in keep]
-            keep_index = to_device(keep, device)
-            live_index = live_index.index_select(0, keep_index)
-            bonus = bonus.index_select(0, keep_index)
-            big.select(keep)
-            proposer.select(keep)
-        big.keep([count + 1 for count in accepted_host], fed=proposed + 1)
-        proposer.accept(accepted_host, bonus)
-        last = bonus[:, None]
+            result = rounds.leave(result)
+        rounds.cut_back(result)
+    return rounds.buffer.output()
 
-    return buffer.output()
+
+@dataclass(frozen=True)
+class RoundResult:
+    """What one round decided for each live row, as host numbers: the candidates it kept, the tokens it emitted and
+    whether it finished; ``bonus`` (on the device) is the big model's own token after the kept candidates."""
+
+    proposal: Proposal
+    accepted: list[int]
+    emitted: list[int]
+    finished: list[int]
+    bonus: torch.Tensor
+
+    @property
+    def proposed(self) -> list[int] | None:
+        """Each row's real candidates (fillers excluded), or None where the round proposed none."""
+        return self.proposal.real_counts() if self.proposal.tokens.shape[1] else None
+
+
+class Rounds:
+    """One batch between rounds: the tokens generated so far, the rows still decoding (``live_index``, in the runners'
+    order, with their lengths on the host) and each row's last emitted token, which the next forward feeds first."""
+
+    def __init__(
+        self,
+        big: DecoderRunner,
+        proposer: Proposer,
+        plan: GenerationPlan,
+        verifier: Verifier,
+        recorder: ScoreRecorder | None,
+        capture_draft_processing: bool,
+    ) -> None:
+        self.big, self.proposer, self.plan, self.verifier, self.recorder = big, proposer, plan, verifier, recorder
+        self.device = big.device
+        self.prompt = plan.prompt.to(self.device)
+        rows, self.prompt_length = self.prompt.shape
+        self.limit = self.prompt_length + plan.max_new_tokens
+        self.buffer = TokenBuffer(self.prompt, self.limit, plan.pad_token_id)
+        self.processor = PrefixProcessor(plan.logits_processor, self.buffer)
+        capture = capture_draft_processing
+        self.draft_processor = PrefixProcessor(plan.draft_logits_processor, self.buffer, capture_steps=capture)
+        self.eos = torch.tensor(plan.eos_token_ids, dtype=torch.long, device=self.device)
+        self.live_index = torch.arange(rows, device=self.device)
+        self.lengths = [self.prompt_length] * rows  # host copy of each live row's buffer length
+        self.last = self.prompt  # fed with the first candidates; afterwards each row's last emitted token
+
+    def max_tokens(self, position_limit: int | None) -> int:
+        """Never more candidates than the row with the most room left can use, nor (learned positions) any fed past
+        the decoder's last position."""
+        count = max(1, self.limit - min(self.lengths) - 1)
+        if position_limit is not None:
+            count = max(0, min(count, position_limit - max(self.lengths)))
+        return count
+
+    def run(self, max_tokens: int) -> RoundResult:
+        """One round: the proposer's candidates, the big model's forward over them, each row's verdict, and the
+        emitted tokens appended to the buffer."""
+        proposal = self.proposer.propose(max_tokens, self.process_draft)
+        candidates = proposal.tokens.to(self.device)
+        output = self.big.forward(torch.cat([self.last, candidates], dim=1))
+        if self.last is self.prompt:  # the first forward: its logits over the prompt are what some processors read
+            for observer in self.plan.prompt_observers:
+                observer.observe_prompt(output[:, : self.prompt_length])
+        logits = output[:, self.last.shape[1] - 1 :]
+        raw = logits.clone() if self.recorder is not None and self.recorder.keep_logits else None
+        scores = self.processor.positions(self.live_index, candidates, logits, self.lengths)  # in place
+        accepted, bonus = self.verifier.verify(candidates, scores, proposal.draft_probs)
+        new_tokens, counts, finished = self.emitted(candidates, accepted, bonus)
+        first_step = self.buffer.lengths.index_select(0, self.live_index) - self.prompt_length
+        self.buffer.append(self.live_index, new_tokens, counts)
+        accepted_host, counts_host, finished_host = torch.stack([accepted, counts, finished.long()]).tolist()
+        if self.recorder:
+            self.recorder.add(self.live_index, first_step, counts, max(counts_host), scores, raw)
+        self.lengths = [length + count for length, count in zip(self.lengths, counts_host, strict=True)]
+        return RoundResult(proposal, accepted_host, counts_host, finished_host, bonus)
+
+    def process_draft(self, so_far: torch.Tensor, scores: torch.Tensor) -> torch.Tensor:
+        """The proposer's ``process``: the draft's scores after the live rows' tokens plus ``so_far``, processed."""
+        return self.draft_processor.step(self.live_index, so_far.to(self.device), scores.to(self.device), self.lengths)
+
+    def emitted(
+        self, candidates: torch.Tensor, accepted: torch.Tensor, bonus: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """Each row's new tokens (accepted candidates, then the bonus), how many of them it emits (cut at the first
+        end token and at the length limit) and whether that finishes it."""
+        proposed = candidates.shape[1]
+        offsets = torch.arange(proposed + 1, device=self.device)[None, :]
+        new_tokens = torch.where(offsets < accepted[:, None], F.pad(candidates, (0, 1)), bonus[:, None])
+        remaining = self.limit - self.buffer.lengths.index_select(0, self.live_index)
+        counts = torch.minimum(accepted + 1, remaining)
+        if not self.eos.numel():
+            return new_tokens, counts, counts >= remaining
+        is_end = torch.isin(new_tokens, self.eos) & (offsets < counts[:, None])
+        first_end = torch.where(is_end, offsets, proposed + 1).min(dim=1).values
+        counts = torch.minimum(counts, first_end + 1)
+        return new_tokens, counts, is_end.any(dim=1) | (counts >= remaining)
+
+    def leave(self, result: RoundResult) -> RoundResult:
+        """The finished rows leave the batch (the buffer keeps their tokens; the runners and the proposer drop them);
+        returns the round's result for the rows that stay."""
+        keep = [position for position, done in enumerate(result.finished) if not done]
+        self.lengths = [self.lengths[position] for position in keep]
+        keep_index = to_device(keep, self.device)
+        self.live_index = self.live_index.index_select(0, keep_index)
+        bonus = result.bonus.index_select(0, keep_index)
+        self.big.select(keep)
+        self.proposer.select(keep)
+        accepted, emitted = ([values[position] for position in keep] for values in (result.accepted, result.emitted))
+        return RoundResult(result.proposal, accepted, emitted, [0] * len(keep), bonus)
+
+    def cut_back(self, result: RoundResult) -> None:
+        """The big model's cache keeps each row's accepted candidates and the token before them, the proposer hears
+        what was kept, and each row's bonus is fed first next round."""
+        proposed = result.proposal.tokens.shape[1]
+        self.big.keep([count + 1 for count in result.accepted], fed=proposed + 1)
+        self.proposer.accept(result.accepted, result.bonus)
+        self.last = result.bonus[:, None]

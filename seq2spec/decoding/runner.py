@@ -3,32 +3,16 @@
 from __future__ import annotations
 
 from contextlib import nullcontext
-from typing import Protocol
 
 import torch
 from transformers import DynamicCache, EncoderDecoderCache, PreTrainedModel
 from transformers.modeling_outputs import BaseModelOutput
 
 from seq2spec.decoding import cache as cache_ops
-from seq2spec.decoding.exact import ExactForward
 from seq2spec.decoding.families import Family, row_positions
 from seq2spec.decoding.head import BigModelHead
+from seq2spec.decoding.step import DecoderStep
 from seq2spec.decoding.transfer import to_device
-
-
-class DecoderStep(Protocol):
-    """A decoder step computed outside the model's own forward (a draft's lean step): float32 logits for ``tokens``
-    appended to the cache, where row ``r``'s first ``pad[r]`` cache slots are padding (``pad`` None: no row has
-    any)."""
-
-    def __call__(
-        self,
-        tokens: torch.Tensor,
-        cache: EncoderDecoderCache,
-        encoder_hidden_states: torch.Tensor,
-        encoder_attention_mask: torch.Tensor | None,
-        pad: torch.Tensor | None,
-    ) -> torch.Tensor: ...
 
 
 class DecoderRunner:
@@ -51,7 +35,7 @@ class DecoderRunner:
         encoder_attention_mask: torch.Tensor | None,
         step: DecoderStep | None = None,
         head: BigModelHead | None = None,
-        exact: ExactForward | None = None,
+        exact: DecoderStep | None = None,
     ) -> None:
         self.model = model
         self.step = step

@@ -20,7 +20,7 @@ from seq2spec.decoding.exact import ExactForwards
 from seq2spec.decoding.families import Family
 from seq2spec.decoding.head import BigModelHead
 from seq2spec.decoding.loop import speculative_decode
-from seq2spec.decoding.plan import plan_from_generate
+from seq2spec.decoding.plan import GenerationPlan, plan_from_generate
 from seq2spec.decoding.proposal import DecodingBatch, Proposer
 from seq2spec.decoding.runner import DecoderRunner
 from seq2spec.decoding.scores import ScoreRecorder
@@ -118,13 +118,26 @@ class SpeculativeSearch:
         )
         if not plan.return_dict:
             return sequences
-        steps = sequences.shape[1] - input_ids.shape[1]
+        return self._output(model, plan, recorder, sequences, input_ids, encoder_outputs, prompt_padding)
+
+    @staticmethod
+    def _output(
+        model: PreTrainedModel,
+        plan: GenerationPlan,
+        recorder: ScoreRecorder,
+        sequences: torch.Tensor,
+        prompt: torch.Tensor,
+        encoder_outputs: Any,
+        prompt_padding: tuple[int, ...],
+    ) -> GenerateEncoderDecoderOutput:
+        """``generate``'s dictionary output: the sequences with the scores, logits and attention weights asked for."""
+        steps = sequences.shape[1] - prompt.shape[1]
         output = GenerateEncoderDecoderOutput(
             sequences=sequences, scores=recorder.scores(steps), logits=recorder.logits(steps)
         )
         if plan.output_attentions:
             output.decoder_attentions, output.cross_attentions = attentions_as_generate(
-                model, encoder_hidden_states, sequences, input_ids.shape[1], prompt_padding
+                model, encoder_outputs[0], sequences, prompt.shape[1], prompt_padding
             )
             output.encoder_attentions = getattr(encoder_outputs, "attentions", None)
         return output

@@ -2,16 +2,14 @@
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Sequence
 
 import torch
 from transformers import LogitsProcessor, LogitsProcessorList
 
 from seq2spec.decoding.captured_processing import CapturedStepProcessing, capturable
+from seq2spec.decoding.checked import BIT_EQUAL, check
 from seq2spec.decoding.transfer import to_device
-
-logger = logging.getLogger(__name__)
 
 
 class TokenBuffer:
@@ -126,19 +124,21 @@ class PrefixProcessor:
         if self._captured is not None:
             return self._captured(rows, candidates, scores)
         expected = self._eager_step(rows, candidates, scores, lengths)  # a copy: the scores stay as they were
-        try:
+
+        def build() -> CapturedStepProcessing:
             graphs = scores.device.type == "cuda"
-            captured = CapturedStepProcessing(
+            return CapturedStepProcessing(
                 self.processors, self.buffer.tokens, self.buffer.lengths, scores.shape[-1], graphs=graphs
             )
-            same = torch.equal(captured(rows, candidates, scores), expected)  # one host sync per batch
-        except RuntimeError as error:  # capture failed: the eager processing stays
-            logger.info("draft processing not captured: %s", error)
-            same = False
-        if same:
-            self._captured = captured
-        else:
-            self.capture_steps = False
+
+        self._captured = check(
+            "captured draft processing",
+            build,
+            lambda captured: torch.equal(captured(rows, candidates, scores), expected),  # one host sync per batch
+            BIT_EQUAL,
+            catching=(RuntimeError,),  # capture failed: the eager processing stays
+        )
+        self.capture_steps = self._captured is not None
         return expected
 
     def _with_candidates(

@@ -5,12 +5,12 @@ from __future__ import annotations
 import torch
 from transformers import PreTrainedModel
 
+from seq2spec.decoding.checked import StateCache, model_state
 from seq2spec.decoding.families import Family
-from seq2spec.decoding.head import weight_state
 from seq2spec.decoding.proposal import DecodingBatch, Proposal, Proposer, ScoreProcessor, check_proposal
-from seq2spec.decoding.runner import DecoderRunner, DecoderStep
+from seq2spec.decoding.runner import DecoderRunner
+from seq2spec.decoding.step import DecoderStep
 from seq2spec.drafts.copy_then_draft import CopyThenDraftProposer
-from seq2spec.drafts.dense import int8_available
 from seq2spec.drafts.draft_model import DraftModelProposer
 from seq2spec.drafts.graphed_whisper import GraphedWhisperDraft, StaticDraftRunner
 from seq2spec.drafts.input_copy import InputCopyProposer, SourceRewrite
@@ -20,7 +20,10 @@ from seq2spec.drafts.lean_whisper import LeanWhisperDraft, is_whisper_draft
 from seq2spec.drafts.no_draft import NoDraft
 from seq2spec.drafts.schedule import LengthSchedule
 from seq2spec.drafts.shared_cross import big_cross_states, shared_cross_layers
+from seq2spec.int8 import int8_available
 from seq2spec.options import SpeculationOptions, SpeculationStats
+
+LeanParts = tuple[DecoderStep | None, LeanT5Encoder | None]
 
 
 class CheckedProposer:
@@ -73,8 +76,8 @@ class ProposerFactory:
         self.copy = copy
         self.proposer = CheckedProposer(proposer) if proposer is not None else None
         self.copy_rewrite: SourceRewrite | None = None
-        self._lean: tuple[tuple, tuple[DecoderStep | None, LeanT5Encoder | None]] = ((), (None, None))
-        self._graphed: tuple[DecoderStep | None, GraphedWhisperDraft | None] = (None, None)
+        self._lean: StateCache[LeanParts] = StateCache()  # keyed on the draft's state
+        self._graphed: StateCache[GraphedWhisperDraft | None] = StateCache()  # keyed on the lean step
 
     def __call__(self, batch: DecodingBatch, stats: SpeculationStats) -> Proposer:
         options = self.options
@@ -141,10 +144,8 @@ class ProposerFactory:
         the lean step once per lean step (a new one comes with new weights, device, dtype or mode)."""
         if not isinstance(lean, LeanWhisperDraft) or not self.static_draft_cache(lean.embedding.device):
             return None
-        if self._graphed[0] is not lean:
-            graphs = lean.embedding.device.type == "cuda"
-            self._graphed = (lean, GraphedWhisperDraft.checked(lean, self.draft, graphs=graphs))
-        return self._graphed[1]
+        graphs = lean.embedding.device.type == "cuda"
+        return self._graphed.get(lean, lambda: GraphedWhisperDraft.checked(lean, self.draft, graphs=graphs))
 
     def static_draft_cache(self, device: torch.device) -> bool:
         """Whether a Whisper draft's lean step runs over a fixed-size cache on ``device``: where CUDA graphs can
@@ -156,22 +157,20 @@ class ProposerFactory:
         weights, device, dtype or mode changed since the last call."""
         return self.lean_parts()[0]
 
-    def lean_parts(self) -> tuple[DecoderStep | None, LeanT5Encoder | None]:
+    def lean_parts(self) -> LeanParts:
         """The draft's lean decoder step and (a T5/MT5 draft with its own encoder) lean encoder, each None where
         unavailable or ``lean_draft`` is off; rebuilt and re-checked whenever the draft's weights, device, dtype or
         mode changed since the last call."""
         draft = self.draft
-        lean_family = self.family.model_type in LEAN_FAMILIES
-        if not self.options.lean_draft or not (lean_family or is_whisper_draft(draft)):
+        if not self.options.lean_draft or not (self.family.model_type in LEAN_FAMILIES or is_whisper_draft(draft)):
             return None, None
         int8 = self.options.int8_draft and int8_available(draft.device)
         hooked = not self.shares_encoder and has_hooks(draft.get_encoder())
-        key = (draft.training, int8, hooked, *(weight_state(p) for p in draft.parameters()))
-        if key != self._lean[0]:
-            if lean_family:
-                step = LeanT5Decoder.checked(draft, int8=int8)
-                encoder = None if self.shares_encoder or hooked else LeanT5Encoder.checked(draft)
-            else:
-                step, encoder = LeanWhisperDraft.checked(draft, int8=int8), None
-            self._lean = (key, (step, encoder))
-        return self._lean[1]
+        return self._lean.get((model_state(draft), int8, hooked), lambda: self._checked_lean_parts(int8, hooked))
+
+    def _checked_lean_parts(self, int8: bool, hooked: bool) -> LeanParts:
+        draft = self.draft
+        if self.family.model_type not in LEAN_FAMILIES:
+            return LeanWhisperDraft.checked(draft, int8=int8), None
+        step = LeanT5Decoder.checked(draft, int8=int8)
+        return step, None if self.shares_encoder or hooked else LeanT5Encoder.checked(draft)

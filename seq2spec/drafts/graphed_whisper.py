@@ -30,10 +30,12 @@ import torch
 import torch.nn.functional as F
 from transformers import PreTrainedModel
 
+from seq2spec.decoding.checked import Within, check
 from seq2spec.decoding.families import family_of
 from seq2spec.decoding.runner import DecoderRunner
 from seq2spec.decoding.transfer import to_device
-from seq2spec.drafts.lean_whisper import PROBE_TOLERANCE, LeanWhisperDraft
+from seq2spec.drafts.lean import probe_tolerance
+from seq2spec.drafts.lean_whisper import LeanWhisperDraft
 
 logger = logging.getLogger(__name__)
 
@@ -248,17 +250,14 @@ class GraphedWhisperDraft:
         if lean.int8:
             return None
         capacity = model.config.max_target_positions
-        try:
-            graphed = cls(lean, capacity, graphs=graphs)
-            difference = graphed.probe_difference(model)
-        except Exception as error:  # noqa: BLE001 - any failure (capture included) means: keep the lean runner
-            logger.info("fixed-size draft cache unavailable: %s", error)
-            return None
-        tolerance = PROBE_TOLERANCE.get(lean.embedding.dtype, PROBE_TOLERANCE[torch.float32])
-        if difference > tolerance:
-            logger.info("fixed-size draft cache disagrees with the lean step by %.2e; not used", difference)
-            return None
-        graphed.caches.clear()
+        graphed = check(  # any failure, capture included, keeps the lean runner
+            "fixed-size draft cache",
+            lambda: cls(lean, capacity, graphs=graphs),
+            lambda graphed: graphed.probe_difference(model),
+            Within(probe_tolerance(lean.embedding.dtype)),
+        )
+        if graphed is not None:
+            graphed.caches.clear()  # the probe's buffers
         return graphed
 
     @torch.no_grad()

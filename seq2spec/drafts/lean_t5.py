@@ -26,26 +26,21 @@ from torch import nn
 from transformers import DynamicCache, EncoderDecoderCache, PreTrainedModel
 
 from seq2spec.decoding.cache import cache_argument
-from seq2spec.drafts.dense import Dense, Step, checked_lean_step
+from seq2spec.drafts.dense import Dense
+from seq2spec.drafts.lean import Part, checked_lean, probe_tolerance
 
 LEAN_FAMILIES = frozenset({"t5", "mt5"})
-# Largest probe gap (log-probabilities, relative to their mean size) still taken for rounding. Half-precision kernels
-# may round a fused product differently from three separate ones; a real mistake (a missing position bias, a wrong
-# output scale or norm epsilon) shows as 0.1 or more.
-PROBE_TOLERANCE = {torch.float32: 1e-3, torch.float16: 2e-2, torch.bfloat16: 5e-2}
 CAUSAL_TABLE_SLOTS = 512  # decoder slots covered by the step's precomputed position-bias table (heads x 512 x 512)
 
 
 def checked_lean_t5(
-    build: Callable[..., Step], model: PreTrainedModel, tolerance: float | None, *, int8: bool
-) -> Step | None:
-    """``checked_lean_step`` for a T5/MT5 model in eval mode (None for anything else), ``tolerance`` defaulting to
+    build: Callable[..., Part], model: PreTrainedModel, tolerance: float | None, *, int8: bool
+) -> Part | None:
+    """``checked_lean`` for a T5/MT5 model in eval mode (None for anything else), ``tolerance`` defaulting to
     ``PROBE_TOLERANCE`` of the model's dtype."""
     if model.config.model_type not in LEAN_FAMILIES or model.training:
         return None
-    if tolerance is None:
-        tolerance = PROBE_TOLERANCE.get(model.dtype, PROBE_TOLERANCE[torch.float32])
-    return checked_lean_step(build, model, tolerance, int8=int8)
+    return checked_lean(build, model, probe_tolerance(model.dtype) if tolerance is None else tolerance, int8=int8)
 
 
 def fused_activation(act: nn.Module) -> tuple[nn.Module, Callable[[torch.Tensor], torch.Tensor]]:

@@ -26,10 +26,9 @@ from transformers import PreTrainedModel
 
 from seq2spec.decoding.families import family_of
 from seq2spec.decoding.runner import DecoderRunner
-from seq2spec.drafts.dense import Dense, checked_lean_step, int8_available
-
-# Largest probe gap (log-probabilities, relative to their mean size) of the float step still taken for rounding.
-PROBE_TOLERANCE = {torch.float32: 1e-3, torch.float16: 2e-2, torch.bfloat16: 5e-2}
+from seq2spec.drafts.dense import Dense
+from seq2spec.drafts.lean import checked_lean, probe_tolerance
+from seq2spec.int8 import int8_available
 
 
 @dataclass(frozen=True)
@@ -99,8 +98,7 @@ class LeanWhisperDraft:
             return None
         if int8 is None:
             int8 = int8_available(model.device)
-        tolerance = PROBE_TOLERANCE.get(model.dtype, PROBE_TOLERANCE[torch.float32])
-        return checked_lean_step(cls, model, tolerance, int8=int8)
+        return checked_lean(cls, model, probe_tolerance(model.dtype), int8=int8)
 
     @torch.no_grad()
     def probe_difference(self, model: PreTrainedModel) -> float:

@@ -133,7 +133,7 @@ def transcribe_clips(
 
         from tqdm import tqdm
 
-        from seq2spec.progress import AudioProgress
+        from seq2spec.whisper.progress import AudioProgress
 
         bar = tqdm(total=round(sum(len(c) for c in clips) / SAMPLING_RATE, 1), unit="s", desc="audio", file=sys.stderr)
         report = AudioProgress(bar).add

@@ -132,6 +132,20 @@ def shared_symspell_corrector(max_edit_distance: int = 2) -> Callable[[str], str
         return _SHARED[max_edit_distance]
 
 
+_WORD_LIST: list[frozenset[str]] = []
+
+
+def shared_word_list() -> frozenset[str]:
+    """The English words pyspellchecker knows (about 160,000: US and UK spellings and rare words symspellpy's 82,765
+    lack, such as "harbor", "dueled", "coffined"), lower case, loaded once per process."""
+    with _SHARED_LOCK:
+        if not _WORD_LIST:
+            from spellchecker import SpellChecker
+
+            _WORD_LIST.append(frozenset(SpellChecker().word_frequency.keys()))
+        return _WORD_LIST[0]
+
+
 class SpellCheckedSource:
     """A batch's source token ids, rewritten as the ids of the same texts after a word-by-word spell check; a
     copying proposer copies from these (``SpeculationOptions.spellcheck_copy``)."""

@@ -105,9 +105,9 @@ class PiecedTexts:
     owners: list[int]
 
     @classmethod
-    def of(cls, texts: list[str], limit: int) -> PiecedTexts:
-        # only the texts over the limit are cut: a text's result never depends on the other texts
-        splits = [split_text(text, limit) if len(text) > limit else None for text in texts]
+    def of(cls, texts: list[str], limit: int | None) -> PiecedTexts:
+        # only the texts over the limit are cut (none without one): a text's result never depends on the others
+        splits = [split_text(text, limit) if limit is not None and len(text) > limit else None for text in texts]
         pieces, owners = [], []
         for index, (text, split) in enumerate(zip(texts, splits, strict=True)):
             parts = split.pieces if split else [text]

@@ -12,10 +12,18 @@ text it read) and takes the dictionary word when its score is at most ``margin``
 ``initial_margin`` nats for a word that starts a sentence, whose capital says nothing of its being a name. Names the
 model is sure of stay; typos it merely copied get fixed.
 
+The same check serves lower-case words (``lower_margin``; ``correct(check_words=True)``): in text unlike its
+training sentences (technical prose) the speller copies plain typos too ("mempry", "gatway"). Turned round, it
+guards against the model's slips between real words (``revert_margin``; ``correct(check_changes=True)``): where the
+model changed a dictionary word of the text into another ("odor" -> "door", "hum" -> "him"), the text's word comes
+back when the model scores it within that margin of its own output; a fix it is sure of ("form" -> "from") stays.
+
 The result is no longer the model's greedy output for those words: like the other text steps it is off for models
 other than the shipped speller unless asked for (``correct(check_capitals=True)``). The default margins, 6.5 nats
 within a sentence and 11 at its start, were chosen on the speller's validation sentences (outside both evaluation
-sets, ``recipes/README.md``) as the pair that fixed the most typos net of the correct words it broke.
+sets, ``recipes/README.md``) as the pair that fixed the most typos net of the correct words it broke; the lower-case
+and change margins, 4 (12 for a word of five letters or more) and 5, likewise by ``recipes/tune_text_steps.py``, a
+broken word counted twice.
 """
 
 from __future__ import annotations
@@ -27,13 +35,16 @@ from dataclasses import dataclass
 import torch
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
-from seq2spec.classical import WHITESPACE, WORD_TOKEN, WordAlignment, apply_case, case_pattern
-
-DEFAULT_MARGIN = 6.5  # nats below the model's own output (see the module docstring)
-DEFAULT_INITIAL_MARGIN = 11.0  # the same for the first word of a sentence
+from seq2spec.spelling.classical import WHITESPACE, WORD_TOKEN, WordAlignment, apply_case, case_pattern
+from seq2spec.spelling.dictionary_words import dictionary_checker
+from seq2spec.spelling.settings import DEFAULT_INITIAL_MARGIN, DEFAULT_MARGIN
 
 # a word that ends a sentence: its last letters followed by . ! or ?, then any closing quotes or brackets
 _SENTENCE_END = re.compile(r"[.!?][\"'\u2019\u201d)\]]*$")
+
+# a lower-case word of this many letters or more, one edit from a dictionary word, is a typo more often than a name
+# or a term: it takes the long-word margin
+LONG_WORD_LETTERS = 5
 
 # (texts the model read, outputs to score) -> the model's log-probability of each output
 Scorer = Callable[[list[str], list[str]], list[float]]
@@ -42,12 +53,17 @@ Scorer = Callable[[list[str], list[str]], list[float]]
 @dataclass(frozen=True)
 class Candidate:
     """In text ``text``'s output, the word at ``pieces[piece]`` (of ``WordAlignment.pieces``) could be
-    ``replacement``; ``initial``: the word starts a sentence of the text as written."""
+    ``replacement``; ``initial``: the word starts a sentence of the text as written; ``lower``: it is written in
+    lower case there; ``revert``: the replacement is the text's own word, which the model changed into another
+    dictionary word; ``letters``: the length of the text's word."""
 
     text: int
     piece: int
     replacement: str
     initial: bool = False
+    lower: bool = False
+    revert: bool = False
+    letters: int = 0
 
 
 def _words(text: str) -> list[str]:
@@ -59,6 +75,8 @@ def candidates(
     inputs: Sequence[str],
     outputs: Sequence[str],
     correct_word: Callable[[str], str | None],
+    cases: tuple[str, ...] = ("title",),
+    is_word: Callable[[str], bool] | None = None,
 ) -> tuple[list[WordAlignment], list[Candidate]]:
     """The words worth a second look, with each output's word alignment to its input.
 
@@ -67,7 +85,13 @@ def candidates(
     candidate is an output word aligned one for one with an input word that is capitalised in the original, not in
     the dictionary but one edit from a dictionary word (``correct_word``'s suggestion), when the output word is not
     that suggestion and is not a dictionary word itself (a word the model chose from the dictionary stays). A word
-    starts a sentence when it is the text's first or the word before it ends in ".", "!" or "?"."""
+    starts a sentence when it is the text's first or the word before it ends in ".", "!" or "?". ``cases``: the
+    case patterns of the words looked at (``"title"``, ``"lower"``); with ``"revert"``, an output word that replaced
+    a dictionary word of the text with another dictionary word is a candidate too, the text's word its
+    replacement. ``is_word`` says which lower-case words are known (default: those ``correct_word`` leaves as they
+    are); a known word is never a non-word to check."""
+    if is_word is None:
+        is_word = dictionary_checker(correct_word)
     alignments, found = [], []
     for index, (original, written, output) in enumerate(zip(originals, inputs, outputs, strict=True)):
         aligned = WordAlignment.of(written, output)
@@ -78,56 +102,96 @@ def candidates(
         for tag, i1, i2, j1, j2 in aligned.opcodes:
             if tag == "equal" or (tag == "replace" and i2 - i1 == j2 - j1):
                 for i, j in zip(range(i1, i2), range(j1, j2), strict=True):
-                    candidate = _candidate(original_words[i], aligned.pieces[aligned.words[j]], correct_word)
+                    written, said = original_words[i], aligned.pieces[aligned.words[j]]
+                    initial = i == 0 or _SENTENCE_END.search(original_words[i - 1]) is not None
+                    candidate = _candidate(written, said, correct_word, cases, is_word)
                     if candidate is not None:
-                        initial = i == 0 or _SENTENCE_END.search(original_words[i - 1]) is not None
-                        found.append(Candidate(index, aligned.words[j], candidate, initial))
+                        core = WORD_TOKEN.match(written).group(2)
+                        lowered = case_pattern(core) == "lower"
+                        found.append(Candidate(index, aligned.words[j], candidate, initial, lowered, letters=len(core)))
+                    elif "revert" in cases and tag == "replace":
+                        kept = _kept_word(written, said, is_word)
+                        if kept is not None:
+                            found.append(Candidate(index, aligned.words[j], kept, initial, revert=True))
     return alignments, found
 
 
-def _candidate(original: str, written: str, correct_word: Callable[[str], str | None]) -> str | None:
+def _kept_word(original: str, said: str, is_word: Callable[[str], bool]) -> str | None:
+    """``said`` with the text's word back in its place, where both are plain known words that differ."""
+    source, output = WORD_TOKEN.match(original), WORD_TOKEN.match(said)
+    if source is None or output is None:
+        return None
+    core, word = source.group(2), output.group(2)
+    if core.lower() == word.lower() or not is_word(core.lower()) or not is_word(word.lower()):
+        return None
+    return output.group(1) + core + output.group(3)
+
+
+def _candidate(
+    original: str,
+    written: str,
+    correct_word: Callable[[str], str | None],
+    cases: tuple[str, ...],
+    is_word: Callable[[str], bool],
+) -> str | None:
     source, output = WORD_TOKEN.match(original), WORD_TOKEN.match(written)
     if source is None or output is None:
         return None
     core = source.group(2)
-    if len(core) < 2 or case_pattern(core) != "title":
+    if len(core) < 2 or case_pattern(core) not in cases:
         return None
     suggestion = correct_word(core.lower())
-    if not suggestion or suggestion == core.lower():
+    if not suggestion or suggestion == core.lower() or is_word(core.lower()):
         return None
     before, word, after = output.groups()
     lower = word.lower()
-    if lower == suggestion or (lower != core.lower() and correct_word(lower) == lower):
+    if lower == suggestion or (lower != core.lower() and is_word(lower)):
         return None
     return before + apply_case(suggestion, case_pattern(word) or "lower") + after
 
 
 class CapitalCheck:
     """``check(originals, inputs, outputs)``: the outputs with the candidates (see ``candidates``) the model scores
-    within ``margin`` nats of its own output (``initial_margin`` for a word that starts a sentence) replaced by their
-    dictionary word."""
+    within ``margin`` nats of its own output (``initial_margin`` for a word that starts a sentence, ``lower_margin``
+    for a word in lower case) replaced by their dictionary word. ``margin`` None: capitalised words are not checked;
+    ``lower_margin`` None: words in lower case are not."""
 
     def __init__(
         self,
         score: Scorer,
-        margin: float = DEFAULT_MARGIN,
+        margin: float | None = DEFAULT_MARGIN,
         correct_word: Callable[[str], str | None] | None = None,
         initial_margin: float = DEFAULT_INITIAL_MARGIN,
+        lower_margin: float | None = None,
+        revert_margin: float | None = None,
+        long_lower_margin: float | None = None,
+        is_word: Callable[[str], bool] | None = None,
     ) -> None:
-        for name, value in (("margin", margin), ("initial_margin", initial_margin)):
+        margins = [("margin", margin), ("initial_margin", initial_margin), ("lower_margin", lower_margin)]
+        margins += [("revert_margin", revert_margin), ("long_lower_margin", long_lower_margin)]
+        for name, value in margins:
+            if value is None and name != "initial_margin":
+                continue
             if not isinstance(value, (int, float)) or isinstance(value, bool) or not value >= 0:
                 raise ValueError(f"{name} must be a number of nats >= 0, got {value!r}")
         if correct_word is None:
-            from seq2spec.classical import shared_symspell_corrector
+            from seq2spec.spelling.classical import shared_symspell_corrector
 
             correct_word = shared_symspell_corrector(max_edit_distance=1)
+            is_word = dictionary_checker() if is_word is None else is_word  # symspellpy's words and pyspellchecker's
+        self.is_word = is_word if is_word is not None else dictionary_checker(correct_word)
         self.score = score
         self.margin = margin
         self.initial_margin = initial_margin
+        self.lower_margin = lower_margin
+        self.revert_margin = revert_margin
+        self.long_lower_margin = long_lower_margin if long_lower_margin is not None else lower_margin
         self.correct_word = correct_word
 
     def __call__(self, originals: Sequence[str], inputs: Sequence[str], outputs: Sequence[str]) -> list[str]:
-        alignments, found = candidates(originals, inputs, outputs, self.correct_word)
+        margins = {"title": self.margin, "lower": self.lower_margin, "revert": self.revert_margin}
+        cases = tuple(case for case, margin in margins.items() if margin is not None)
+        alignments, found = candidates(originals, inputs, outputs, self.correct_word, cases, self.is_word)
         if not found:
             return list(outputs)
         replaced = []
@@ -143,13 +207,20 @@ class CapitalCheck:
         scores = dict(zip(pairs, self.score([p[0] for p in pairs], [p[1] for p in pairs]), strict=True))
         for candidate, other in zip(found, replaced, strict=True):
             source = inputs[candidate.text]
-            margin = self.initial_margin if candidate.initial else self.margin
+            margin = self.margin_of(candidate)
             if scores[source, other] >= scores[source, outputs[candidate.text]] - margin:
                 alignments[candidate.text].pieces[candidate.piece] = candidate.replacement
         results = list(outputs)
         for index in {c.text for c in found}:
             results[index] = alignments[index].text()
         return results
+
+    def margin_of(self, candidate: Candidate) -> float:
+        if candidate.revert:
+            return self.revert_margin
+        if candidate.lower:
+            return self.long_lower_margin if candidate.letters >= LONG_WORD_LETTERS else self.lower_margin
+        return self.initial_margin if candidate.initial else self.margin
 
 
 def output_scorer(

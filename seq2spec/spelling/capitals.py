@@ -3,7 +3,7 @@
 The shipped speller fixes a typo in a capitalised word far less often than the same typo in lower case ("Evory day"
 stays, "evory day" becomes "every day"): in its training text most capitalised words it does not know are names,
 which it learned to copy. ``fold_capitals`` writes such a word in lower case before the model reads it when the
-classical checker (``seq2spec.classical``: symspellpy's English dictionary) would change its lower-case form, that
+classical checker (``classical``: symspellpy's English dictionary) would change its lower-case form, that
 is when it is not a dictionary word but is close to one; names the checker knows ("Paris", "Monday") and words with
 no close dictionary word keep their case. ``FoldedTexts.restore`` then capitalises the model's word in the same
 place (the output's words aligned with the folded input's, case ignored; where the model split or merged words, the
@@ -22,7 +22,7 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from seq2spec.classical import WHITESPACE, WORD_TOKEN, WordAlignment, case_pattern
+from seq2spec.spelling.classical import WHITESPACE, WORD_TOKEN, WordAlignment, case_pattern
 
 _FIRST_LETTER = re.compile(r"[A-Za-z]")
 
@@ -79,7 +79,7 @@ def fold_capitals(texts: Sequence[str], correct_word: Callable[[str], str | None
     """Each text with its capitalised, not-quite-dictionary words in lower case (see the module docstring);
     ``correct_word`` defaults to the shared symspellpy checker."""
     if correct_word is None:
-        from seq2spec.classical import shared_symspell_corrector
+        from seq2spec.spelling.classical import shared_symspell_corrector
 
         correct_word = shared_symspell_corrector()
     folded_texts = []

@@ -1,0 +1,159 @@
+"""``SpellingPipeline``: the text steps ``Seq2SeqSpeculator.correct`` takes around a correction model, as its
+``SpellingSettings`` say: long texts cut into sentence pieces (``pieces``), what the model cannot write or must not
+change kept out of its way (``protection``), capitals folded before it reads a piece (``capitals``), the pieces
+decoded, non-words it left checked (``capital_check``), dictionary and unknown words it garbled put back
+(``dictionary_words``), and what was kept put back in place. Every step works on one piece at a time, so its cost
+grows with the length of the text, however long the text.
+
+The decoding itself is a function given to the pipeline, so the recipes run their plain greedy references through the
+same steps and a reference and ``correct`` differ only in how the model's output is decoded.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from seq2spec.spelling.capital_check import CapitalCheck, Scorer
+from seq2spec.spelling.capitals import fold_capitals
+from seq2spec.spelling.dictionary_words import keep_dictionary_words_of
+from seq2spec.spelling.pieces import PiecedTexts
+from seq2spec.spelling.protection import Layout, TokenizerWriting, text_apostrophe
+from seq2spec.spelling.settings import SpellingSettings
+
+# the model's outputs for a list of texts, in order
+Decode = Callable[[list[str]], list[str]]
+
+
+class InputTooLongError(ValueError):
+    """A text longer than the model accepts: ``index`` in the call's texts, its ``tokens``, the model's ``limit``;
+    ``count`` texts were over it."""
+
+    def __init__(self, index: int, tokens: int, limit: int, count: int = 1, *, piece: bool = False) -> None:
+        if piece:
+            message = (
+                f"texts[{index}] has a piece of {tokens} tokens, more than the model's {limit}-token input limit; "
+                f"shorten it or pass truncate=True to keep the first {limit} tokens of each piece"
+            )
+        else:
+            message = (
+                f"{count} text(s) exceed the model's {limit}-token input limit (texts[{index}] has {tokens} tokens); "
+                f"shorten them or pass truncate=True to keep the first {limit} tokens"
+            )
+        super().__init__(message)
+        self.index, self.tokens, self.limit, self.count, self.piece = index, tokens, limit, count, piece
+
+    def of_text(self, index: int, *, piece: bool | None = None) -> InputTooLongError:
+        """The same error for the text at ``index`` of the caller's list (of a piece of it, with ``piece``)."""
+        piece = self.piece if piece is None else piece
+        return InputTooLongError(index, self.tokens, self.limit, self.count, piece=piece)
+
+
+@dataclass(frozen=True)
+class SpellingPipeline:
+    """``pipeline(texts)``: each text corrected by ``decode`` with the steps of ``settings`` around it. ``score`` is
+    the model's scorer for the capital check (needed when ``settings.check_capitals``), ``tokenizer`` the model's
+    (needed when ``settings.protect``: what it cannot write is kept out of the model's way)."""
+
+    settings: SpellingSettings
+    decode: Decode
+    score: Scorer | None = None
+    tokenizer: Any = None
+
+    def __post_init__(self) -> None:
+        if self.settings.checks_scores and self.score is None:
+            raise ValueError("check_capitals, check_words and check_changes need the model's scorer (score=)")
+        if self.settings.protect and self.tokenizer is None:
+            raise ValueError("protect needs the model's tokenizer (tokenizer=)")
+
+    def __call__(self, texts: Sequence[str]) -> list[str]:
+        texts = list(texts)
+        pieced = PiecedTexts.of(texts, self.settings.split_longer_than)
+        owners = [_Owner(index, pieced.splits[index] is not None) for index in pieced.owners]
+        unchanged = self.settings.unchanged
+        read = [i for i, piece in enumerate(pieced.pieces) if unchanged is None or not unchanged(piece)]
+        outputs = list(pieced.pieces)
+        pieces, piece_owners = [outputs[i] for i in read], [owners[i] for i in read]
+        if self.settings.protect:
+            corrected = self._protected(pieces, piece_owners, texts)
+        else:
+            corrected = self._model_steps(pieces, piece_owners)
+        for index, output in zip(read, corrected, strict=True):
+            outputs[index] = output
+        return pieced.join(outputs)
+
+    def _protected(self, pieces: list[str], owners: list[_Owner], texts: list[str]) -> list[str]:
+        """The pieces corrected with what the model must not change kept as written (``protection``); a piece whose
+        kept words the model moved is corrected again in the runs of free words between them."""
+        writing = _writing(self.tokenizer)
+        apostrophes = {owner.index: text_apostrophe(texts[owner.index]) for owner in owners}
+        layouts = [
+            Layout.of(piece, writing, apostrophes[owner.index]) for piece, owner in zip(pieces, owners, strict=True)
+        ]
+        outputs = list(pieces)
+        needed = [index for index, layout in enumerate(layouts) if layout.needs_model]
+        decoded = self._model_steps([layouts[i].model_text for i in needed], [owners[i] for i in needed])
+        failed = []
+        for index, output in zip(needed, decoded, strict=True):
+            assembled = layouts[index].assemble(output)
+            if assembled is None:
+                failed.append(index)
+            else:
+                outputs[index] = assembled
+        runs = {index: layouts[index].free_runs() for index in failed}
+        flat = [(index, run) for index in failed for run in runs[index]]
+        decoded = iter(self._model_steps([run.model_text for _, run in flat], [owners[i] for i, _ in flat]))
+        for index in failed:
+            outputs[index] = layouts[index].join_runs([run.assemble(next(decoded)) for run in runs[index]])
+        return outputs
+
+    def _model_steps(self, texts: list[str], owners: list[_Owner]) -> list[str]:
+        """The model's outputs for ``texts`` (what it reads, before capitals are folded) with the settings' steps
+        around it: capitals folded and restored, non-words checked, dictionary and unknown words kept."""
+        if not texts:
+            return []
+        settings = self.settings
+        folded = fold_capitals(texts) if settings.fold_capitals else None
+        reads = [f.text for f in folded] if folded else texts
+        try:
+            outputs = self.decode(reads)
+        except InputTooLongError as error:  # name the caller's text (a piece of it, when it was cut)
+            owner = owners[error.index]
+            raise error.of_text(owner.index, piece=owner.cut) from error
+        if settings.checks_scores:
+            check = CapitalCheck(
+                self.score,
+                settings.capital_check_margin if settings.check_capitals else None,
+                initial_margin=settings.capital_check_initial_margin,
+                lower_margin=settings.word_check_margin if settings.check_words else None,
+                long_lower_margin=settings.long_word_check_margin if settings.check_words else None,
+                revert_margin=settings.change_check_margin if settings.check_changes else None,
+            )
+            outputs = check(texts, reads, outputs)
+        if folded:
+            outputs = [f.restore(output) for f, output in zip(folded, outputs, strict=True)]
+        if settings.keep_dictionary_words or settings.keep_unknown_words:
+            outputs = keep_dictionary_words_of(
+                texts, outputs, dictionary=settings.keep_dictionary_words, unknown=settings.keep_unknown_words
+            )
+        return outputs
+
+
+@dataclass(frozen=True)
+class _Owner:
+    """The caller's text a piece comes from, and whether that text was cut into pieces."""
+
+    index: int
+    cut: bool
+
+
+_WRITING: dict[int, tuple[Any, TokenizerWriting]] = {}
+
+
+def _writing(tokenizer: Any) -> TokenizerWriting:
+    """One ``TokenizerWriting`` per tokenizer, so that what it writes is asked once per word."""
+    known = _WRITING.get(id(tokenizer))
+    if known is None or known[0] is not tokenizer:
+        known = _WRITING[id(tokenizer)] = (tokenizer, TokenizerWriting(tokenizer))
+    return known[1]

@@ -1,0 +1,313 @@
+"""What a corrector must never change, kept out of its way and put back as written.
+
+A correction model can only write what its tokenizer can: the shipped speller's vocabulary has no curly quotes,
+dashes, accented letters or ``@ _ = ~ < > { } | \\ # * [ ]``, and any character a tokenizer lacks comes back as
+nothing or as another word; a character its vocabulary holds only alone (``barely_written``) the model has hardly
+seen, and it garbles the words that hold it. A corrector also has no business changing numbers, addresses,
+identifiers or the whitespace between words. ``Layout.of`` cuts a text into its words and the whitespace between
+them and sorts each word into one of three kinds:
+
+- kept: a word holding a digit, a URL, an e-mail address, an @handle or #tag, a path, a command-line flag, a
+  snake_case, CamelCase or dotted identifier, an all-capital acronym or code punctuation (``is_technical``), a
+  token of symbols alone (``#``, ``—``, ``->``), or a character the tokenizer cannot write other than the
+  typographic ones below. The model reads what the tokenizer can
+  write of it (``cafe`` for ``café``, nothing for ``→``) so that the sentence still reads as one; the word comes back
+  exactly as written.
+- mapped: a word whose only unwritable characters are typographic quotes, apostrophes, dashes or ellipses. The
+  model reads their plain forms (``it's`` for ``it’s``) and may correct the word; its word comes back with the
+  typographic characters in their places (``dosn't`` -> ``doesn't`` -> ``doesn’t``), or as written where the model
+  changed their number.
+- free: every other word, the model's to correct. In a text written with ’ and no ', apostrophes the model adds
+  are written ’ too (``didnt`` -> ``didn’t``).
+
+``Layout.assemble`` lines the model's output words up with the words it read (difflib, case ignored), puts kept and
+mapped words back in their places, the words it did not read beside their neighbours, and the text's own whitespace
+between words that were neighbours in the text. Where the model dropped, split or merged a kept or mapped word, so
+that it cannot be put back in place, ``assemble`` returns None, and the caller decodes the runs of free words
+between them on their own (``Layout.free_runs``), which always succeeds. The model's output for what it reads is
+its greedy output; only what it never read, or cannot write, comes from the text.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+import unicodedata
+from dataclasses import dataclass
+from enum import Enum
+
+WHITESPACE = re.compile(r"(\s+)")
+
+# typographic characters and the plain forms a tokenizer without them can write
+TYPOGRAPHIC = {
+    "\u2018": "'",  # ‘
+    "\u2019": "'",  # ’
+    "\u2032": "'",  # ′
+    "\u201c": '"',  # “
+    "\u201d": '"',  # ”
+    "\u201e": '"',  # „
+    "\u00ab": '"',  # «
+    "\u00bb": '"',  # »
+    "\u2033": '"',  # ″
+    "\u2010": "-",  # hyphen
+    "\u2011": "-",  # non-breaking hyphen
+    "\u2012": "-",  # figure dash
+    "\u2013": "-",  # –
+    "\u2014": "-",  # —
+    "\u2212": "-",  # minus sign
+    "\u2026": "...",  # …
+}
+CURLY_APOSTROPHE = "\u2019"
+
+# the core of a word: punctuation around it stripped
+_AROUND = re.compile(r"^[\"'`(\[{<\u2018\u201c\u00ab]*(.*?)[\"'`)\]}>.,;:!?\u2019\u201d\u00bb]*$", re.DOTALL)
+_TECHNICAL = [
+    re.compile(r"\d"),  # numbers, versions, times, sizes, digests with digits
+    re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://|^www\.", re.IGNORECASE),  # URLs
+    re.compile(r"^[^@\s]+@[^@\s]+\.[A-Za-z]{2,}$"),  # e-mail addresses
+    re.compile(r"^[@#]\w"),  # @handles and #tags
+    re.compile(r"^(~|\.{1,2})?/\S|\S/\S|\\|^\.\w"),  # paths and dotfiles (.venv, .bashrc)
+    re.compile(r"^--?[A-Za-z]"),  # command-line flags
+    re.compile(r"\w_\w|^_|_$"),  # snake_case
+    # CamelCase (two humps: maxRetries, GitHub, PostgreSQL, HTTPServer; a typo such as "gThis" or "TThe" has one)
+    re.compile(r"[a-z]{2,}[A-Z]|[A-Z]{3,}[a-z]{2,}"),
+    re.compile(r"[A-Za-z_]\w*\.[A-Za-z_]\w*"),  # dotted identifiers and host names
+    re.compile(r"^[A-Z]{2,}(['\u2019]?s)?$"),  # all-capital acronyms: NASA, URLs, CPU's
+    re.compile(r"[=<>{}\[\]|^*&%$\\]|\w\(|\)\w"),  # code: a=b, f(x), x[0]
+]
+
+
+def is_technical(word: str) -> bool:
+    """Whether a word (whitespace-free) is one a corrector must leave as written: see the module docstring."""
+    core = _AROUND.match(word).group(1)
+    return bool(core) and any(pattern.search(core) for pattern in _TECHNICAL)
+
+
+class TokenizerWriting:
+    """Which text a tokenizer writes back as it was (``decode(encode(text)) == text``) with no character its
+    vocabulary holds only alone (``barely_written``), remembered per text."""
+
+    def __init__(self, tokenizer) -> None:
+        self.tokenizer = tokenizer
+        self.barely_written = barely_written(tokenizer)
+        self._writes: dict[str, bool] = {}
+
+    def writes(self, text: str) -> bool:
+        if text not in self._writes:
+            ids = self.tokenizer(text, add_special_tokens=False)["input_ids"]
+            round_trip = self.tokenizer.decode(ids) == text
+            self._writes[text] = round_trip and not any(c in self.barely_written for c in text)
+        return self._writes[text]
+
+    def stand_in(self, word: str) -> str:
+        """What the tokenizer can write of ``word``: writable characters as they are, typographic ones in their plain
+        form, accented letters without their accents, the rest left out."""
+        parts = []
+        for character in word:
+            if self.writes(character):
+                parts.append(character)
+            elif character in TYPOGRAPHIC and self.writes(TYPOGRAPHIC[character]):
+                parts.append(TYPOGRAPHIC[character])
+            elif unicodedata.category(character).startswith("L"):
+                base = "".join(c for c in unicodedata.normalize("NFKD", character) if not unicodedata.combining(c))
+                if base and base != character and self.writes(base):
+                    parts.append(base)
+        return "".join(parts)
+
+
+def barely_written(tokenizer) -> frozenset[str]:
+    """The non-ASCII characters a vocabulary of characters (sentencepiece, WordPiece) holds as pieces of their own
+    but inside no longer piece: the model met them too rarely to learn any word with them (the shipped speller's
+    2,048 pieces have one, ``í``). Byte-level vocabularies hold no such characters."""
+    try:
+        pieces = [piece.lstrip("\u2581") for piece in tokenizer.get_vocab()]
+    except (AttributeError, NotImplementedError, TypeError):
+        return frozenset()
+    alone = {piece for piece in pieces if len(piece) == 1 and not piece.isascii()}
+    inside = {character for piece in pieces if len(piece) > 1 for character in piece if character in alone}
+    return frozenset(alone - inside)
+
+
+class Kind(Enum):
+    FREE = "free"
+    MAPPED = "mapped"
+    KEPT = "kept"
+
+
+@dataclass(frozen=True)
+class Word:
+    """A word as ``text`` wrote it, what the model ``reads`` in its place ("" for nothing), and its kind."""
+
+    text: str
+    reads: str
+    kind: Kind
+
+    def restored(self, output: str, apostrophe: str | None) -> str:
+        """The word to write where the model wrote ``output`` in its place."""
+        if self.kind is Kind.KEPT:
+            return self.text
+        if self.kind is Kind.MAPPED:
+            return _map_back(self.text, output)
+        return output.replace("'", apostrophe) if apostrophe else output
+
+
+def _map_back(written: str, output: str) -> str:
+    """``output`` with the plain forms of ``written``'s typographic characters turned back into them, in order;
+    ``written`` itself where ``output`` holds a different number of them."""
+    typographic = [character for character in written if character in TYPOGRAPHIC]
+    plain = re.compile("|".join(re.escape(form) for form in sorted(set(TYPOGRAPHIC.values()), key=len, reverse=True)))
+    found = plain.findall(output)
+    if [TYPOGRAPHIC[character] for character in typographic] != found:
+        return written
+    characters = iter(typographic)
+    return plain.sub(lambda match: next(characters), output)
+
+
+@dataclass(frozen=True)
+class Layout:
+    """A text's words and the whitespace around them: ``leading + words[0] + gaps[0] + ... + words[-1] + gaps[-1]``
+    is the text (``gaps[-1]`` its trailing whitespace)."""
+
+    leading: str
+    words: list[Word]
+    gaps: list[str]
+    apostrophe: str | None = None  # how apostrophes the model adds are written (None: as it writes them)
+
+    @classmethod
+    def of(cls, text: str, writing: TokenizerWriting, apostrophe: str | None = None) -> Layout:
+        body = text.strip()
+        if not body:
+            return cls(text, [], [], apostrophe)
+        leading, trailing = text[: len(text) - len(text.lstrip())], text[len(text.rstrip()) :]
+        tokens = WHITESPACE.split(body)  # word, gap, word, ..., word
+        return cls(leading, [_word(token, writing) for token in tokens[::2]], [*tokens[1::2], trailing], apostrophe)
+
+    @property
+    def model_text(self) -> str:
+        """What the model reads: the words it can read, one space apart."""
+        return " ".join(word.reads for word in self.words if word.reads)
+
+    @property
+    def needs_model(self) -> bool:
+        """Whether there is anything for the model to correct."""
+        return any(word.kind is not Kind.KEPT and word.reads for word in self.words)
+
+    def text(self) -> str:
+        return self.leading + "".join(word.text + gap for word, gap in zip(self.words, self.gaps, strict=True))
+
+    def assemble(self, output: str) -> str | None:
+        """The text with the model's ``output`` (for ``model_text``) in its words' places; None where a kept or
+        mapped word cannot be put back in place."""
+        read = [index for index, word in enumerate(self.words) if word.reads]
+        tokens = WHITESPACE.split(output.strip())
+        said = [token for token in tokens[::2] if token]
+        said_gaps = [*tokens[1::2], ""]
+        placed = _aligned([self.words[i].reads for i in read], said)
+        where = {read[i]: j for i, j in placed.items()}
+        if any(self.words[i].kind is not Kind.FREE and i not in where for i in read):
+            return None
+        source_of = {j: i for i, j in where.items()}
+        # (source index or None, text, the output's whitespace after it) per word of the result, in order
+        units: list[tuple[int | None, str, str]] = []
+        for j, word in enumerate(said):
+            source = source_of.get(j)
+            text = word if source is None else self.words[source].restored(word, self.apostrophe)
+            units.append((source, text, said_gaps[j]))
+        units = self._insert_unread(units, where)
+        if units is None:
+            return None
+        parts = [self.leading]
+        for position, (source, text, gap) in enumerate(units):
+            parts.append(text)
+            if position + 1 < len(units):
+                following = units[position + 1][0]
+                neighbours = source is not None and following == source + 1
+                parts.append(self.gaps[source] if neighbours else gap or " ")
+        parts.append(self.gaps[-1] if self.gaps else "")
+        return "".join(parts)
+
+    def _insert_unread(
+        self, units: list[tuple[int | None, str, str]], where: dict[int, int]
+    ) -> list[tuple[int | None, str, str]] | None:
+        """``units`` with the words the model did not read after the nearest read word before them, or before the
+        nearest after them; None where neither was placed."""
+        unread = [index for index, word in enumerate(self.words) if not word.reads]
+        if not unread:
+            return units
+        position_of = {source: position for position, (source, _, _) in enumerate(units) if source is not None}
+        after: dict[int, list[int]] = {}
+        for index in unread:
+            before = next((i for i in range(index - 1, -1, -1) if self.words[i].reads), None)
+            behind = next((i for i in range(index + 1, len(self.words)) if self.words[i].reads), None)
+            if before is not None and before in where:
+                after.setdefault(position_of[before], []).append(index)
+            elif behind is not None and behind in where:
+                after.setdefault(position_of[behind] - 1, []).append(index)
+            else:
+                return None
+        result = [(index, self.words[index].text, " ") for index in after.get(-1, [])]
+        for position, unit in enumerate(units):
+            result.append(unit)
+            result += [(index, self.words[index].text, " ") for index in after.get(position, [])]
+        return result
+
+    def _free(self, index: int) -> bool:
+        word = self.words[index]
+        return word.kind is Kind.FREE and bool(word.reads)
+
+    def free_runs(self) -> list[Layout]:
+        """The runs of neighbouring free words, each as a layout of its own (kept, mapped and unread words and the
+        whitespace around them stay as written between them)."""
+        runs: list[list[int]] = []
+        for index in range(len(self.words)):
+            if self._free(index):
+                if index == 0 or not self._free(index - 1):
+                    runs.append([])
+                runs[-1].append(index)
+        return [
+            Layout("", [self.words[i] for i in run], [*(self.gaps[i] for i in run[:-1]), ""], self.apostrophe)
+            for run in runs
+        ]
+
+    def join_runs(self, corrected: list[str]) -> str:
+        """The text with each of ``free_runs()`` replaced by its corrected text."""
+        runs = iter(corrected)
+        parts = [self.leading]
+        last = len(self.words) - 1
+        for index, word in enumerate(self.words):
+            if not self._free(index):
+                parts += [word.text, self.gaps[index]]
+                continue
+            if index == 0 or not self._free(index - 1):  # a run starts
+                parts.append(next(runs))
+            if index == last or not self._free(index + 1):  # a run ends
+                parts.append(self.gaps[index])
+        return "".join(parts)
+
+
+def _word(token: str, writing: TokenizerWriting) -> Word:
+    written = writing.writes(token)
+    if is_technical(token) or not any(character.isalnum() for character in token):
+        return Word(token, token if written else writing.stand_in(token), Kind.KEPT)
+    if written:
+        return Word(token, token, Kind.FREE)
+    reads = writing.stand_in(token)
+    unwritable = [c for c in token if not writing.writes(c)]
+    if all(c in TYPOGRAPHIC for c in unwritable) and len(reads) == len(token) + 2 * token.count("\u2026"):
+        return Word(token, reads, Kind.MAPPED)
+    return Word(token, reads, Kind.KEPT)
+
+
+def _aligned(read: list[str], said: list[str]) -> dict[int, int]:
+    """Word ``i`` of ``read`` -> word ``j`` of ``said``, where difflib (case ignored) lines them up one for one."""
+    matcher = difflib.SequenceMatcher(a=[w.lower() for w in read], b=[w.lower() for w in said], autojunk=False)
+    placed = {}
+    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+        if tag == "equal" or (tag == "replace" and i2 - i1 == j2 - j1):
+            placed.update(zip(range(i1, i2), range(j1, j2), strict=True))
+    return placed
+
+
+def text_apostrophe(text: str) -> str | None:
+    """``’`` for a text written with ’ and no ', else None."""
+    return CURLY_APOSTROPHE if CURLY_APOSTROPHE in text and "'" not in text else None

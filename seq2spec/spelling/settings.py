@@ -1,0 +1,148 @@
+"""``SpellingSettings``: the one list of text steps ``Seq2SeqSpeculator.correct`` takes around a correction model.
+
+A model carries the settings it was made for (``model.seq2spec_spelling``, set by the shipped speller's loader), as a
+shipped draft carries its speculation options; every other model gets the defaults. The commands derive their flags
+from the fields and their help texts.
+"""
+
+from __future__ import annotations
+
+import unicodedata
+from collections.abc import Callable
+from dataclasses import dataclass, field, fields, replace
+from typing import Any
+
+# the capital check's margins (seq2spec.spelling.capital_check), nats below the model's own output
+DEFAULT_MARGIN = 6.5  # a capitalised word within a sentence
+DEFAULT_INITIAL_MARGIN = 11.0  # the first word of a sentence
+DEFAULT_WORD_MARGIN = 4.0  # a word in lower case
+DEFAULT_LONG_WORD_MARGIN = 12.0  # a word in lower case of five letters or more
+DEFAULT_CHANGE_MARGIN = 5.0  # a dictionary word the model changed into another
+
+
+def _setting(default: Any, description: str, **metadata: Any) -> Any:
+    return field(default=default, metadata={"help": description, **metadata})
+
+
+@dataclass(frozen=True)
+class SpellingSettings:
+    """What ``correct`` does to texts around the model; the model's output for what it reads is its greedy output."""
+
+    protect: bool = _setting(
+        True,
+        "keep as written what the model cannot write or must not change: whitespace, characters its tokenizer "
+        "lacks, numbers, URLs, e-mail addresses, @handles, #tags, paths, flags, identifiers, acronyms",
+    )
+    split_longer_than: int | None = _setting(
+        None,
+        "decode a text longer than this many characters sentence by sentence, whitespace kept (None: every text whole)",
+    )
+    fold_capitals: bool = _setting(
+        False,
+        "give a capitalised word that is close to, but not in, an English dictionary to the model in lower case and "
+        "capitalise the model's word in its place",
+    )
+    check_capitals: bool = _setting(
+        False,
+        "where the model left a capitalised non-word one edit from a dictionary word, take that word if the model "
+        "scores it within capital_check_margin nats of its own output (capital_check_initial_margin for a "
+        "sentence's first word)",
+    )
+    capital_check_margin: float = _setting(DEFAULT_MARGIN, "the capital check's margin within a sentence, in nats")
+    capital_check_initial_margin: float = _setting(
+        DEFAULT_INITIAL_MARGIN, "the capital check's margin for a sentence's first word, in nats"
+    )
+    check_words: bool = _setting(
+        False,
+        "where the model left a lower-case non-word one edit from a dictionary word, take that word if the model "
+        "scores it within word_check_margin nats of its own output",
+    )
+    word_check_margin: float = _setting(DEFAULT_WORD_MARGIN, "the lower-case word check's margin, in nats")
+    long_word_check_margin: float = _setting(
+        DEFAULT_LONG_WORD_MARGIN, "the same for a word of five letters or more, in nats"
+    )
+    check_changes: bool = _setting(
+        False,
+        "where the model changed a word of the text into another dictionary word, keep the text's word if the model "
+        "scores it within change_check_margin nats of its own output",
+    )
+    change_check_margin: float = _setting(DEFAULT_CHANGE_MARGIN, "the change check's margin, in nats")
+    keep_dictionary_words: bool = _setting(
+        False, "where the model made a dictionary word into a word no English dictionary knows, keep it as written"
+    )
+    keep_unknown_words: bool = _setting(
+        False,
+        "where the model changed a word no English dictionary knows (a name, a technical term) into another word no "
+        "dictionary knows, keep it as written",
+    )
+    unchanged: Callable[[str], bool] | None = _setting(
+        None, "texts (or sentence pieces) for which this is true come back as written, unread", flag=False
+    )
+
+    def __post_init__(self) -> None:
+        limit = self.split_longer_than
+        if limit is not None and (not isinstance(limit, int) or isinstance(limit, bool) or limit < 1):
+            raise ValueError(f"split_longer_than must be a positive number of characters or None, got {limit!r}")
+        for name in (item.name for item in fields(self) if isinstance(item.default, bool)):
+            if not isinstance(getattr(self, name), bool):
+                raise TypeError(f"{name} must be True or False, got {getattr(self, name)!r}")
+        for name in (item.name for item in fields(self) if item.name.endswith("_margin")):
+            value = getattr(self, name)
+            if not isinstance(value, (int, float)) or isinstance(value, bool) or not value >= 0:
+                raise ValueError(f"{name} must be a number of nats >= 0, got {value!r}")
+        if self.unchanged is not None and not callable(self.unchanged):
+            raise TypeError(f"unchanged must be a function of a text, or None; got {self.unchanged!r}")
+
+    @property
+    def checks_scores(self) -> bool:
+        """Whether a step scores outputs with the model (the checks of capitals, words and changes)."""
+        return self.check_capitals or self.check_words or self.check_changes
+
+    @classmethod
+    def field_names(cls) -> tuple[str, ...]:
+        return tuple(item.name for item in fields(cls))
+
+    @classmethod
+    def flag_fields(cls) -> tuple[Any, ...]:
+        """The fields the commands offer as flags."""
+        return tuple(item for item in fields(cls) if item.metadata.get("flag", True))
+
+    def updated(self, **changes: Any) -> SpellingSettings:
+        """A copy with ``changes`` applied; an unknown name is a ``TypeError`` that lists the known ones."""
+        unknown = sorted(set(changes) - set(self.field_names()))
+        if unknown:
+            raise TypeError(f"unknown spelling setting(s) {unknown}; known: {', '.join(self.field_names())}")
+        return replace(self, **changes)
+
+
+def settings_of(model: object) -> SpellingSettings:
+    """The settings a model was made for (``model.seq2spec_spelling``), else the defaults."""
+    settings = getattr(model, "seq2spec_spelling", None)
+    return settings if isinstance(settings, SpellingSettings) else SpellingSettings()
+
+
+def mostly_other_script(text: str) -> bool:
+    """True when most of the text's letters are in a script other than Latin (an English-only corrector would turn
+    such text into English words)."""
+    letters = [character for character in text if character.isalpha()]
+    if not letters:
+        return False
+    latin = sum(1 for character in letters if unicodedata.name(character, "").startswith("LATIN"))
+    return latin < len(letters) / 2
+
+
+SPELLER_SENTENCE_CHARS = 140  # the longest training sentence of the shipped speller (recipes/speller_data.py)
+# The text steps the shipped speller (seq2spec.default_models.load_speller) runs with (recipes/README.md measures
+# each): what it cannot write or must not change kept as written, sentence pieces of at most the length it trained
+# on, capitals folded, non-words it left and dictionary words it changed into others checked, dictionary and unknown
+# words it garbled kept, text mostly in another script (it knows English only) returned as written.
+SPELLER_SETTINGS = SpellingSettings(
+    split_longer_than=SPELLER_SENTENCE_CHARS,
+    fold_capitals=True,
+    check_capitals=True,
+    check_words=True,
+    check_changes=True,
+    keep_dictionary_words=True,
+    keep_unknown_words=True,
+    unchanged=mostly_other_script,
+)

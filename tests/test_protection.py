@@ -1,0 +1,274 @@
+"""``correct`` keeps what a model cannot write or must not change: characters its tokenizer lacks, technical tokens,
+whitespace; it puts them back in place, whatever the model does with the rest."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+from conftest import greedy
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from transformers import AutoTokenizer
+
+from seq2spec import Seq2SeqSpeculator
+from seq2spec.commands.toys import build_toy_model
+from seq2spec.default_models import SPELLER_DIR
+from seq2spec.spelling.pipeline import SpellingPipeline
+from seq2spec.spelling.protection import Kind, Layout, TokenizerWriting, is_technical
+from seq2spec.spelling.settings import SpellingSettings
+
+SHIPPED = (SPELLER_DIR / "big").is_dir()
+needs_weights = pytest.mark.skipif(not SHIPPED, reason="the speller weights are not shipped")
+
+WORDS = ["the", "cat", "Teh", "recieved", "letter", "from", "Maria", "and", "quickly", "went", "home", "it", "a"]
+UNWRITABLE = ["café", "Zürich", "naïve", "“quoted”", "it’s", "didn’t", "—", "–", "fine…", "→", "😀", "½", "€20", "{x}"]
+TECHNICAL = [
+    "3kg",
+    "v2.14.1",
+    "https://example.org/a?b=1",
+    "billing@example.org",
+    "@maria",
+    "#1234",
+    "/etc/nginx/nginx.conf",
+    "~/.bashrc",
+    "--no-cache-dir",
+    "-rf",
+    "MAX_RETRIES=5",
+    "HttpClient",
+    "os.path.join",
+    "9f86d081884c7d65",
+    "NASA",
+    "x<10",
+    "a|b",
+]
+GAPS = [" ", " ", " ", "  ", "\t", " \u00a0", "\n"]
+
+
+@pytest.fixture(scope="module")
+def speller_tokenizer():
+    if not SHIPPED:
+        pytest.skip("the speller weights are not shipped")
+    return AutoTokenizer.from_pretrained(SPELLER_DIR / "big")
+
+
+def texts_of(words: list[str], gaps: list[str], leading: str, trailing: str) -> str:
+    return leading + "".join(word + gap for word, gap in zip(words, [*gaps, trailing], strict=False))
+
+
+real_texts = st.builds(
+    lambda words, gaps, ends: texts_of(words, gaps, *ends),
+    st.lists(st.sampled_from(WORDS + UNWRITABLE + TECHNICAL), min_size=1, max_size=14),
+    st.lists(st.sampled_from(GAPS), min_size=14, max_size=14),
+    st.tuples(st.sampled_from(["", "", "  "]), st.sampled_from(["", "", " ", "\n"])),
+)
+
+
+def kept_words(text: str, tokenizer) -> list[str]:
+    layout = Layout.of(text, TokenizerWriting(tokenizer))
+    return [word.text for word in layout.words if word.kind is Kind.KEPT]
+
+
+def unwritable_characters(text: str, tokenizer) -> list[str]:
+    writing = TokenizerWriting(tokenizer)
+    return [character for character in text if not character.isspace() and not writing.writes(character)]
+
+
+def assert_nothing_lost(text: str, output: str, tokenizer) -> None:
+    """Every kept word of ``text`` comes back whole, in order; every character the tokenizer cannot write is there
+    as often as in ``text`` (apostrophes the model adds may be written ’ too)."""
+    said = output.split()
+    position = 0
+    for word in kept_words(text, tokenizer):
+        assert word in said[position:], f"{word!r} lost: {text!r} -> {output!r}"
+        position = said.index(word, position) + 1
+    for character in set(unwritable_characters(text, tokenizer)):
+        assert output.count(character) >= text.count(character), f"{character!r} lost: {text!r} -> {output!r}"
+
+
+def test_technical_tokens_are_recognised():
+    for word in TECHNICAL + ["(v1.2)", "RFC4880,", "example.com.", "C:\\Users\\me", "snake_case", "GitHub", ".venv"]:
+        assert is_technical(word), word
+    for word in ["the", "Maria", "well-known", "it's", "Hello,", "(maybe)", "I", "A", "don't", "end.", "`quoted'"]:
+        assert not is_technical(word), word
+    # a typo that looks like a hump of CamelCase is a typo: the model may fix it
+    for word in ["gThis", "rFalls", "TThe", "eNxt", "aDd"]:
+        assert not is_technical(word), word
+
+
+@needs_weights
+@settings(max_examples=150, deadline=None)
+@given(text=real_texts)
+def test_a_model_that_copies_gives_back_the_text_exactly(text, speller_tokenizer):
+    copy = SpellingPipeline(SpellingSettings(), lambda texts: list(texts), tokenizer=speller_tokenizer)
+    assert copy([text]) == [text]
+
+
+@needs_weights
+@settings(max_examples=150, deadline=None)
+@given(text=real_texts, seed=st.integers(0, 2**16))
+def test_whatever_the_model_does_nothing_is_lost(text, seed, speller_tokenizer):
+    """A model that drops, merges, splits, garbles and adds words: kept words and unwritable characters survive."""
+
+    def vandal(texts: list[str]) -> list[str]:
+        rng = random.Random(seed)
+        outputs = []
+        for sentence in texts:
+            words = sentence.split()
+            for _ in range(rng.randint(0, 3)):
+                if not words:
+                    break
+                spot = rng.randrange(len(words))
+                change = rng.choice(["drop", "merge", "split", "garble", "add"])
+                if change == "drop":
+                    del words[spot]
+                elif change == "merge" and spot + 1 < len(words):
+                    words[spot : spot + 2] = [words[spot] + words[spot + 1]]
+                elif change == "split" and len(words[spot]) > 1:
+                    words[spot : spot + 1] = [words[spot][:1], words[spot][1:]]
+                elif change == "garble":
+                    words[spot] = words[spot][::-1] + "x"
+                else:
+                    words.insert(spot, "inserted")
+            outputs.append(" ".join(words))
+        return outputs
+
+    output = SpellingPipeline(SpellingSettings(), vandal, tokenizer=speller_tokenizer)([text])[0]
+    assert_nothing_lost(text, output, speller_tokenizer)
+    assert output[: len(text) - len(text.lstrip())] == text[: len(text) - len(text.lstrip())]  # indentation kept
+
+
+def test_whitespace_and_kept_words_come_back_in_place():
+    from transformers import ByT5Tokenizer
+
+    tokenizer = ByT5Tokenizer()  # writes every character: only technical tokens and whitespace are kept
+    text = "    teh  cat\tsat on MAX_RETRIES=5  # loop\n"
+
+    def model(texts: list[str]) -> list[str]:
+        return [t.replace("teh", "The").replace("MAX_RETRIES=5", "MAX RETRIES").replace("#", "the") for t in texts]
+
+    assert SpellingPipeline(SpellingSettings(), model, tokenizer=tokenizer)([text]) == [
+        "    The  cat\tsat on MAX_RETRIES=5  # loop\n"
+    ]
+    assert SpellingPipeline(SpellingSettings(protect=False), model)([text]) == [model([text])[0]]
+    assert SpellingPipeline(SpellingSettings(), model, tokenizer=tokenizer)(["   ", ""]) == ["   ", ""]
+
+
+def test_the_model_reads_a_stand_in_for_what_it_cannot_write(speller_tokenizer):
+    writing = TokenizerWriting(speller_tokenizer)
+    layout = Layout.of("He said “hello” in Zürich — it’s €20 → fine…", writing)
+    assert layout.model_text == 'He said "hello" in Zurich - it\'s 20 fine...'
+    kinds = {word.text: word.kind for word in layout.words}
+    assert kinds["—"] is Kind.KEPT  # symbols alone: not the model's to change
+    assert kinds["“hello”"] is Kind.MAPPED and kinds["it’s"] is Kind.MAPPED and kinds["fine…"] is Kind.MAPPED
+    assert kinds["Zürich"] is Kind.KEPT and kinds["€20"] is Kind.KEPT and kinds["→"] is Kind.KEPT
+    # a mapped word the model corrects keeps its typographic characters; one whose count changed comes back as is
+    seen = []
+
+    def model(texts: list[str]) -> list[str]:
+        seen.extend(texts)
+        return [t.replace("dosn't", "doesn't").replace('"helo"', '"hello"').replace("it's", "its") for t in texts]
+
+    pipeline = SpellingPipeline(SpellingSettings(), model, tokenizer=speller_tokenizer)
+    assert pipeline(["She dosn’t say “helo” — it’s fine."]) == ["She doesn’t say “hello” — it’s fine."]
+    assert seen == ["She dosn't say \"helo\" - it's fine."]
+    # in a text written with ’, apostrophes the model adds are ’ too
+    adds = SpellingPipeline(
+        SpellingSettings(), lambda t: [s.replace("didnt", "didn't") for s in t], tokenizer=speller_tokenizer
+    )
+    assert adds(["I didnt go, it’s late."]) == ["I didn’t go, it’s late."]
+
+
+@pytest.fixture(scope="module")
+def toy_speller(speller_tokenizer):
+    """A random T5 over the shipped speller's 2,048-token vocabulary (which lacks many characters)."""
+    return build_toy_model("t5-v1_1", seed=3, vocab_size=2048, d_model=64)
+
+
+@needs_weights
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(texts=st.lists(real_texts, min_size=1, max_size=4))
+def test_correct_with_a_toy_model_loses_nothing_and_is_greedy(texts, toy_speller, speller_tokenizer):
+    speculator = Seq2SeqSpeculator(toy_speller, "input-copy", speller_tokenizer)
+
+    def greedy_texts(pieces: list[str]) -> list[str]:
+        outputs = []
+        for piece in pieces:
+            ids = speller_tokenizer(piece, return_tensors="pt")["input_ids"]
+            output = greedy(toy_speller, ids, max_new_tokens=20)[0]
+            outputs.append(speller_tokenizer.decode(output, skip_special_tokens=True))
+        return outputs
+
+    corrected = speculator.correct(texts, max_new_tokens=20, batch_size=2)
+    assert corrected == SpellingPipeline(SpellingSettings(), greedy_texts, tokenizer=speller_tokenizer)(texts)
+    for text, output in zip(texts, corrected, strict=True):
+        assert_nothing_lost(text, output, speller_tokenizer)
+
+
+@needs_weights
+def test_the_shipped_speller_keeps_real_text_intact(speller_tokenizer):
+    speculator = Seq2SeqSpeculator()
+    texts = [
+        "We met at the café in Zürich for a naïve résumé review.",
+        "He said “hello” and left — it’s fine… really.",
+        "Set MAX_RETRIES=5 and mail billing@example.org if 3kg > 2kg.",
+        "    for i in range(10): print(i)  # loop",
+        "   ",
+        "The café’s “menu” — MAX_RETRIES=5, mail a@b.org, 3.5kg.",
+        "Okonkwo flew to Sevilla and ran kubectl with --no-cache-dir per RFC4880 (9f86d081884c7d65).",
+        "I didnt like it’s sauce, but the cafe and the café were fine.",
+        "Thsi sentense has a fwe erors.",
+    ]
+    corrected = speculator.correct(texts)
+    for text, output in zip(texts, corrected, strict=True):
+        assert_nothing_lost(text, output, speller_tokenizer)
+    assert corrected[:6] == texts[:6]
+    assert corrected[6].startswith("Okonkwo flew to Sevilla") and "--no-cache-dir per RFC4880" in corrected[6]
+    assert corrected[7] == "I didn’t like it’s sauce, but the cafe and the café were fine."
+    assert corrected[8] == "This sentence has a few errors."
+    # without protection the model garbles what it cannot write
+    assert speculator.correct(texts[:1], protect=False) != texts[:1]
+
+
+@needs_weights
+@settings(max_examples=12, deadline=None)
+@given(texts=st.lists(real_texts, min_size=1, max_size=3))
+def test_the_shipped_speller_loses_nothing(texts, speller_tokenizer):
+    speculator = _shipped()
+    for text, output in zip(texts, speculator.correct(texts), strict=True):
+        assert_nothing_lost(text, output, speller_tokenizer)
+
+
+_SPECULATOR: list[Seq2SeqSpeculator] = []
+
+
+def _shipped() -> Seq2SeqSpeculator:
+    if not _SPECULATOR:
+        _SPECULATOR.append(Seq2SeqSpeculator())
+    return _SPECULATOR[0]
+
+
+def test_every_text_step_aligns_one_piece_at_a_time(monkeypatch):
+    """A long text as one string is aligned piece by piece, never whole: its cost grows with its length."""
+    import difflib
+
+    from transformers import ByT5Tokenizer
+
+    longest = []
+    matcher = difflib.SequenceMatcher
+
+    class Recording(matcher):
+        def __init__(self, isjunk=None, a="", b="", autojunk=True):
+            longest.append(max(len(a), len(b)))
+            super().__init__(isjunk, a, b, autojunk)
+
+    monkeypatch.setattr(difflib, "SequenceMatcher", Recording)
+    sentence = "Evory mornign the staff of GitHub reads RFC4880 in Zürich — it’s 9:30. "
+    text = sentence * 300  # about 22,000 characters
+    steps = SpellingSettings(
+        split_longer_than=140, fold_capitals=True, keep_dictionary_words=True, keep_unknown_words=True
+    )
+    model = lambda texts: [t.replace("mornign", "morning") for t in texts]  # noqa: E731
+    [corrected] = SpellingPipeline(steps, model, tokenizer=ByT5Tokenizer())([text])
+    assert corrected == text.replace("mornign", "morning")
+    assert longest and max(longest) <= 2 * len(sentence.split())

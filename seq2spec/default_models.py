@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 from pathlib import Path
 
 import torch
@@ -82,26 +83,45 @@ def whisper_base_sources() -> tuple[Path, list[Path]]:
     return roots[0], parts
 
 
+_UNWRITABLE = {errno.EACCES, errno.EPERM, errno.EROFS, errno.ENOSPC, errno.EDQUOT}
+
+
+class CacheError(OSError):
+    """The model cache cannot be written or read; the message names the folder and what to do."""
+
+
 def whisper_base_dir() -> Path:
     """A transformers directory of Whisper base, converted from the embedded CTranslate2 weights once and cached in
-    ``cache_dir()`` (about a minute and 280 MB; concurrent first uses convert it once)."""
+    ``cache_dir()`` (about a minute and 280 MB; concurrent first uses convert it once). A cached conversion whose
+    files are not as written (a truncated file) is converted again."""
     import fcntl
     import sys
 
-    from seq2spec.whisper.ct2 import convert_ct2_whisper, is_current_conversion
+    from seq2spec.whisper.ct2 import CONVERSION_NOTE, convert_ct2_whisper, damaged_files, is_current_conversion
 
     target = cache_dir() / "whisper-base"
     if is_current_conversion(target):
         return target
     source, parts = whisper_base_sources()
-    target.parent.mkdir(parents=True, exist_ok=True)
-    with open(target.parent / "whisper-base.lock", "a") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)  # one conversion at a time; the others then find it done
-        if not is_current_conversion(target):
-            print(
-                f"seq2spec: converting the embedded whisper-base into {target} (once; about a minute)", file=sys.stderr
-            )
-            convert_ct2_whisper(source, target, files=parts, overwrite=True)
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        with open(target.parent / "whisper-base.lock", "a") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)  # one conversion at a time; the others then find it done
+            if not is_current_conversion(target):
+                damage = damaged_files(target) if (target / CONVERSION_NOTE).is_file() else []
+                why = f"the cached copy is damaged: {', '.join(damage)}; " if damage else ""
+                print(
+                    f"seq2spec: {why}converting the embedded whisper-base into {target} (once; about a minute)",
+                    file=sys.stderr,
+                )
+                convert_ct2_whisper(source, target, files=parts, overwrite=True)
+    except OSError as error:
+        if error.errno not in _UNWRITABLE:
+            raise
+        raise CacheError(
+            f"cannot write the model cache {target.parent} ({error.strerror or error}): free space or permissions "
+            f"there, or set {CACHE_ENV} to another folder"
+        ) from None
     return target
 
 
@@ -113,13 +133,21 @@ def load_whisper_base(device: str | torch.device | None = None, dtype: torch.dty
     from seq2spec.int8 import float_dtype, is_int8_dtype, quantize_int8
 
     directory = whisper_base_dir()
-    model = WhisperForConditionalGeneration.from_pretrained(directory, dtype=float_dtype(dtype) or torch.float32)
+    try:
+        model = WhisperForConditionalGeneration.from_pretrained(directory, dtype=float_dtype(dtype) or torch.float32)
+        processor = WhisperProcessor.from_pretrained(directory)
+    except (OSError, ValueError, RuntimeError) as error:  # a cache damaged in a way its sizes do not show
+        reason = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+        raise CacheError(
+            f"the cached whisper-base in {directory} cannot be loaded ({reason}): delete that folder and it is "
+            f"converted again on the next run ({CACHE_ENV} moves the cache)"
+        ) from None
     model = model.eval()
     if device is not None:
         model = model.to(device)
     if is_int8_dtype(dtype):
         quantize_int8(model)
-    return model, WhisperProcessor.from_pretrained(directory)
+    return model, processor
 
 
 def load_whisper_base_pair(device: str | torch.device | None = None, dtype: torch.dtype | str | None = None):

@@ -59,9 +59,12 @@ def test_folder_is_transcribed_bad_files_reported_and_rerun_skips(toy_whisper_di
     assert len({records[name]["text"] for name in GOOD}) >= 2  # different audio, different text
 
     capsys.readouterr()
-    assert main(args) == 0  # nothing left to do
+    assert main(args) == 1  # the files that failed are tried again, and fail again
+    assert "4 already done, 3 to transcribe (3 that failed before tried again)" in capsys.readouterr().err
+    assert len(out.read_text().splitlines()) == len(GOOD | BAD)  # one record per file
+    assert main([*args, "--skip-failed"]) == 0  # nothing left to do when error records count as done
     assert "0 to transcribe" in capsys.readouterr().err
-    assert len(out.read_text().splitlines()) == len(GOOD | BAD)
+    assert read_records(out) == records
 
 
 def test_a_killed_run_resumes_without_corruption(toy_whisper_dirs, audio_folder, tmp_path):

@@ -224,3 +224,53 @@ def test_cache_location_follows_the_environment(monkeypatch, tmp_path):
     assert cache_dir() == tmp_path / "seq2spec"
     monkeypatch.setenv("SEQ2SPEC_CACHE", str(tmp_path / "mine"))
     assert cache_dir() == tmp_path / "mine"
+
+
+@pytest.fixture()
+def cached_base(tmp_path, monkeypatch, whisper_and_features):
+    """``default_models`` pointed at a small CTranslate2 Whisper as its wheels and at a cache in ``tmp_path``."""
+    from seq2spec import default_models
+
+    source = write_ct2_directory(whisper_and_features[0], tmp_path / "wheel", split=True)
+    parts = [source / "model.bin.part1", source / "model.bin.part2"]
+    monkeypatch.setattr(default_models, "whisper_base_sources", lambda: (source, parts))
+    monkeypatch.setenv("SEQ2SPEC_CACHE", str(tmp_path / "cache"))
+    return default_models
+
+
+@pytest.mark.parametrize("name", ["model.safetensors", "tokenizer.json", "config.json"])
+def test_a_truncated_cache_file_is_named_and_converted_again(cached_base, capsys, name):
+    folder = cached_base.whisper_base_dir()
+    size = (folder / name).stat().st_size
+    with open(folder / name, "r+b") as handle:  # what a killed or full-disk write would leave
+        handle.truncate(size // 2)
+    capsys.readouterr()
+    assert cached_base.whisper_base_dir() == folder
+    assert f"the cached copy is damaged: {name} ({size // 2:,} bytes, {size:,} written)" in capsys.readouterr().err
+    assert (folder / name).stat().st_size == size
+    model, _ = cached_base.load_whisper_base()
+    assert model.config.d_model == 64
+
+
+def test_a_cache_damaged_within_its_sizes_names_the_folder_to_delete(cached_base):
+    folder = cached_base.whisper_base_dir()
+    config = folder / "config.json"
+    config.write_bytes(b"{" + b"x" * (config.stat().st_size - 1))  # same size, not JSON
+    with pytest.raises(cached_base.CacheError, match="cannot be loaded") as caught:
+        cached_base.load_whisper_base()
+    assert str(folder) in str(caught.value) and "delete that folder" in str(caught.value)
+    assert "SEQ2SPEC_CACHE" in str(caught.value)
+
+
+def test_an_unwritable_cache_says_where_to_move_it(cached_base, monkeypatch, capsys):
+    unwritable = Path("/sys/seq2spec-cache-test")
+    try:
+        unwritable.mkdir()
+    except OSError:
+        pass
+    else:
+        unwritable.rmdir()
+        pytest.skip("/sys is writable here")
+    monkeypatch.setenv("SEQ2SPEC_CACHE", str(unwritable))
+    with pytest.raises(cached_base.CacheError, match="set SEQ2SPEC_CACHE to another folder"):
+        cached_base.whisper_base_dir()

@@ -8,6 +8,7 @@ lines already done. One run writes an output at a time, and ``--out`` may not be
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -25,6 +26,7 @@ from seq2spec.commands.flags import (
     torch_dtype,
 )
 from seq2spec.commands.outputs import OutputError, OutputLock, ResumableText, check_output_path
+from seq2spec.commands.stopping import exit_status
 
 STDIN = "-"
 
@@ -34,18 +36,52 @@ class Line:
     text: str
     source: str  # file name, or "standard input"
     number: int  # 1-based within its source
+    end: str = "\n"  # written after the line's correction: "\r\n" where the input had it
 
 
 class InputError(RuntimeError):
     """Input that cannot be read; the message names it."""
 
 
-def file_lines(path: str) -> Iterator[str]:
-    """A text file's lines: split at line ends only (\\n, \\r\\n, \\r), never at form feeds or Unicode separators,
-    so that every input line gets exactly one output line."""
-    with open(path, encoding="utf-8", newline=None) as handle:
+# a line and its end (\n, \r\n or \r), or a last line without one
+_LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+$")
+
+
+def split_end(line: str) -> tuple[str, str]:
+    """``(text, end)``: the line without its terminator, and the end its output line takes: ``"\r\n"`` kept,
+    every other end (``"\n"``, a lone ``"\r"``, none) written as ``"\n"``."""
+    if line.endswith("\r\n"):
+        return line[:-2], "\r\n"
+    return (line[:-1] if line.endswith(("\n", "\r")) else line), "\n"
+
+
+def ended_file_lines(path: str) -> Iterator[tuple[str, str]]:
+    """A text file's ``(line, end)`` pairs: split at line ends only (\\n, \\r\\n, \\r), never at form feeds or
+    Unicode separators, so that every input line gets exactly one output line."""
+    with open(path, encoding="utf-8", newline="") as handle:
         for line in handle:
-            yield line[:-1] if line.endswith("\n") else line
+            yield split_end(line)
+
+
+def file_lines(path: str) -> Iterator[str]:
+    """A text file's lines, without their ends (see ``ended_file_lines``)."""
+    return (text for text, _ in ended_file_lines(path))
+
+
+def stdin_lines() -> Iterator[tuple[str, str]]:
+    """Standard input's ``(line, end)`` pairs, read as UTF-8 whatever the locale says (a POSIX locale would pass
+    bytes that are not UTF-8 on as surrogates): such bytes stop the run with a message naming the line."""
+    stream = getattr(sys.stdin, "buffer", None)  # bytes underneath; a plain text stream is checked as text
+    number = 0
+    try:
+        for raw in stream if stream is not None else sys.stdin:
+            text = raw.decode("utf-8") if isinstance(raw, bytes) else raw.encode("utf-8").decode("utf-8")
+            for line in _LINE.findall(text):
+                number += 1
+                yield split_end(line)
+    except UnicodeError as error:
+        reason = getattr(error, "reason", str(error))
+        raise InputError(f"standard input is not UTF-8 text after line {number} ({reason})") from None
 
 
 def check_files(paths: list[str]) -> tuple[list[str], list[str], int]:
@@ -56,7 +92,7 @@ def check_files(paths: list[str]) -> tuple[list[str], list[str], int]:
             readable.append(path)
             continue
         try:
-            count = sum(1 for _ in file_lines(path))
+            count = sum(1 for _ in ended_file_lines(path))
         except (OSError, UnicodeDecodeError) as error:
             reason = error.strerror if isinstance(error, OSError) and error.strerror else str(error)
             print(f"seq2spec correct: cannot read {path} as UTF-8 text ({reason}); skipped", file=sys.stderr)
@@ -69,25 +105,24 @@ def check_files(paths: list[str]) -> tuple[list[str], list[str], int]:
 
 def read_lines(paths: list[str]) -> Iterator[Line]:
     for path in paths or [STDIN]:
-        if path == STDIN:
-            number = 0
-            try:
-                for number, text in enumerate(sys.stdin, start=1):
-                    yield Line(text.rstrip("\n"), "standard input", number)
-            except UnicodeDecodeError as error:
-                raise InputError(f"standard input is not UTF-8 text after line {number} ({error.reason})") from None
-        else:
-            for number, text in enumerate(file_lines(path), start=1):
-                yield Line(text, path, number)
+        source, lines = ("standard input", stdin_lines()) if path == STDIN else (path, ended_file_lines(path))
+        for number, (text, end) in enumerate(lines, start=1):
+            yield Line(text, source, number, end)
 
 
 def chunks(lines: Iterator[Line], size: int) -> Iterator[list[Line]]:
+    """Lists of ``size`` lines; when reading fails part-way, the lines read before the fault come first."""
     chunk: list[Line] = []
-    for line in lines:
-        chunk.append(line)
-        if len(chunk) == size:
+    try:
+        for line in lines:
+            chunk.append(line)
+            if len(chunk) == size:
+                yield chunk
+                chunk = []
+    except InputError:
+        if chunk:
             yield chunk
-            chunk = []
+        raise
     if chunk:
         yield chunk
 
@@ -124,8 +159,8 @@ class StreamOutput:
     lines_done = 0
     resumed = False
 
-    def write_lines(self, lines: list[str]) -> None:
-        sys.stdout.write("".join(line + "\n" for line in lines))
+    def write_lines(self, lines: list[str], ends: list[str] | None = None) -> None:
+        sys.stdout.write("".join(line + end for line, end in zip(lines, ends or ["\n"] * len(lines), strict=True)))
         sys.stdout.flush()
         self.lines_done += len(lines)
 
@@ -137,7 +172,8 @@ def run(args: argparse.Namespace) -> int:
     try:
         missing = [path for path in files if not Path(path).exists()]
         if missing:
-            raise InputError(f"no such file: {missing[0]}")
+            link = " (a symbolic link whose target is missing or that points back to itself)"
+            raise InputError(f"no such file: {missing[0]}" + (link if Path(missing[0]).is_symlink() else ""))
         if args.out is not None:
             check_output_path(args.out, [Path(path) for path in files])
         readable, unreadable, total = check_files(inputs)
@@ -167,7 +203,7 @@ def run(args: argparse.Namespace) -> int:
 
 def correct_lines(speculator, args: argparse.Namespace, paths: list[str], output, total: int | None) -> int:
     """Correct every line after those ``output`` already holds, chunk by chunk, writing each chunk as it is done.
-    Returns 0, or 2 after a fault (the work before it is kept)."""
+    Returns 0, 2 after a fault, or 130 / 143 when stopped by Ctrl-C / SIGTERM (the work before it is kept)."""
     from tqdm import tqdm
 
     from seq2spec import SpeculationStats
@@ -192,12 +228,17 @@ def correct_lines(speculator, args: argparse.Namespace, paths: list[str], output
                     file=sys.stderr,
                 )
                 return 2
-            output.write_lines([one_line(text) for text in corrected])
+            output.write_lines([one_line(text) for text in corrected], [line.end for line in chunk])
             stats.merge(speculator.last_stats)
             bar.update(len(chunk))
     except InputError as error:
         print(f"seq2spec correct: {error}; the {output.lines_done} lines before it are kept", file=sys.stderr)
         return 2
+    except KeyboardInterrupt as stop:
+        bar.close()
+        where = f" in {output.partial}, rerun to continue" if isinstance(output, ResumableText) else ""
+        print(f"seq2spec correct: stopped; {output.lines_done} lines kept{where}", file=sys.stderr)
+        return exit_status(stop)
     finally:
         bar.close()
     print(

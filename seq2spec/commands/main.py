@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import argparse
+import sys
 
 from seq2spec.commands import convert, correct, demo, ray_cluster, transcribe
+from seq2spec.commands.stopping import exit_status, sigterm_as_interrupt
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -19,9 +21,13 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    if getattr(args, "ray", False):
-        return args.run_on_ray(args)
-    return args.run(args)
+    run = args.run_on_ray if getattr(args, "ray", False) else args.run
+    with sigterm_as_interrupt():
+        try:
+            return run(args)
+        except KeyboardInterrupt as stop:  # before any work was done (the commands report what they kept)
+            print(f"seq2spec {args.command}: stopped", file=sys.stderr)
+            return exit_status(stop)
 
 
 if __name__ == "__main__":

@@ -170,6 +170,25 @@ class JsonlRecords:
     def done(self) -> set:
         return {record[self.key] for record in self.records}
 
+    def drop(self, keys: set) -> None:
+        """Remove the records of ``keys`` (every other line is kept as it is), replacing the file in one step."""
+        kept = []
+        for line in self.path.read_bytes().splitlines(keepends=True):
+            record = self._parse(line)
+            if record is None or record[self.key] not in keys:
+                kept.append(line)
+        staging = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
+        try:
+            with open(staging, "wb") as handle:
+                handle.write(b"".join(kept))
+                handle.flush()
+                os.fsync(handle.fileno())
+            os.replace(staging, self.path)
+        except OSError as error:
+            staging.unlink(missing_ok=True)
+            raise OutputError(f"cannot rewrite {self.path}: {error.strerror or error}; it is as it was") from error
+        self.records = [record for record in self.records if record[self.key] not in keys]
+
     def __enter__(self) -> JsonlRecords:
         self.handle = open(self.path, "ab", buffering=0)
         return self
@@ -224,8 +243,11 @@ class ResumableText:
         self.handle = open(self.partial, "ab", buffering=0)
         return self.lines_done
 
-    def write_lines(self, lines: list[str]) -> None:
-        _append_whole(self.handle, "".join(line + "\n" for line in lines).encode("utf-8"), self.partial)
+    def write_lines(self, lines: list[str], ends: list[str] | None = None) -> None:
+        """Append ``lines``, each followed by its end in ``ends`` (``"\\n"`` or ``"\\r\\n"``; None: ``"\\n"``)."""
+        ends = ends or ["\n"] * len(lines)
+        text = "".join(line + end for line, end in zip(lines, ends, strict=True))
+        _append_whole(self.handle, text.encode("utf-8"), self.partial)
         self.lines_done += len(lines)
 
     def finish(self) -> None:

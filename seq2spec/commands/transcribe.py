@@ -26,15 +26,26 @@ from seq2spec.commands.flags import (
     torch_dtype,
 )
 from seq2spec.commands.outputs import JsonlRecords, OutputError, OutputLock, check_output_path, write_file_atomically
+from seq2spec.commands.stopping import exit_status
 from seq2spec.whisper.audio import AudioError, duration_seconds, find_audio, load_audio
 from seq2spec.whisper.progress import AudioProgress
 
 
+def transcribed(records: JsonlRecords) -> set[str]:
+    """Files with a transcript in ``records`` (an error record does not count: a rerun tries its file again)."""
+    return {record["file"] for record in records.records if "error" not in record}
+
+
+def failed_only(records: JsonlRecords) -> set[str]:
+    """Files with an error record and no transcript."""
+    return {record["file"] for record in records.records if "error" in record} - transcribed(records)
+
+
 def completed_files(out: Path) -> set[str]:
-    """Files recorded in ``out`` (a record cut off by a killed run is removed first)."""
+    """Files transcribed in ``out`` (a record cut off by a killed run is removed first)."""
     records = JsonlRecords(out)
     records.read()
-    return records.done()
+    return transcribed(records)
 
 
 def side_file(folder: Path, audio: Path, root: Path, fmt: str) -> Path:
@@ -121,6 +132,22 @@ def transcribe_records(
     return records
 
 
+def records_one_by_one_on_failure(speculator, paths: list[Path], **options: Any) -> list[dict[str, Any]]:
+    """``transcribe_records`` of the batch; if the batch fails, of each file alone, so that one file that cannot be
+    decoded costs only its own record (``{"file", "error"}``) and the rest of the batch is transcribed."""
+    try:
+        return transcribe_records(speculator, paths, **options)
+    except Exception as error:  # noqa: BLE001 - any failure of a batch is retried file by file
+        reason = f"{type(error).__name__}: {error}"
+        if len(paths) == 1:
+            return [{"file": str(paths[0]), "error": f"decoding failed ({reason})"}]
+        print(
+            f"seq2spec transcribe: a batch of {len(paths)} files failed ({reason}); decoding them one by one",
+            file=sys.stderr,
+        )
+        return [record for path in paths for record in records_one_by_one_on_failure(speculator, [path], **options)]
+
+
 def decoding_of(args: argparse.Namespace):
     """The command's ``WhisperDecoding``: fallback, previous-text conditioning, initial prompt."""
     from seq2spec.whisper.transcription import WhisperDecoding
@@ -173,15 +200,21 @@ def _transcribe(args: argparse.Namespace, files: list[Path]) -> int:
     results.read()
     if results.corrupt_lines:
         print(f"{out}: {results.corrupt_lines} unreadable line(s) skipped; their files are done again", file=sys.stderr)
-    done = results.done()
+    failed_before = failed_only(results)
+    done = transcribed(results) | (failed_before if args.skip_failed else set())
     todo = [f for f in files if str(f) not in done]
+    retried = sum(1 for f in todo if str(f) in failed_before)
     durations = {f: duration_seconds(f) for f in todo}
     todo.sort(key=lambda f: durations[f])  # similar lengths share a batch
+    again = f" ({retried} that failed before tried again)" if retried else ""
     print(
-        f"{len(files)} audio files, {len(files) - len(todo)} already done, {len(todo)} to transcribe", file=sys.stderr
+        f"{len(files)} audio files, {len(files) - len(todo)} already done, {len(todo)} to transcribe{again}",
+        file=sys.stderr,
     )
     if not todo:
-        return 0
+        return 1 if not args.skip_failed and untranscribed(files, results) else 0
+    if retried:
+        results.drop({str(path) for path in todo} & failed_before)  # their new records replace the old errors
     try:
         decoding = decoding_of(args)
         speculator = load_speculator(args)
@@ -190,7 +223,7 @@ def _transcribe(args: argparse.Namespace, files: list[Path]) -> int:
         return 2
     side_folder = out.with_name(out.stem + f"_{args.format}") if args.format != "jsonl" else None
     root = common_root(files)
-    failures = 0
+    failures = transcripts = 0
     audio_seconds = 0.0
     started = time.perf_counter()
     progress = tqdm(
@@ -200,34 +233,44 @@ def _transcribe(args: argparse.Namespace, files: list[Path]) -> int:
     proposed = accepted = 0
     covered = 0.0  # seconds of audio in the batches done
     with results:
-        for start in range(0, len(todo), args.batch_size):
-            batch = todo[start : start + args.batch_size]
-            records = transcribe_records(
-                speculator,
-                batch,
-                language=args.language,
-                task=args.task,
-                timestamps=args.timestamps,
-                on_progress=seconds_done.add,
-                decoding=decoding,
-                words=args.word_timestamps,
+        try:
+            for start in range(0, len(todo), args.batch_size):
+                batch = todo[start : start + args.batch_size]
+                records = records_one_by_one_on_failure(
+                    speculator,
+                    batch,
+                    language=args.language,
+                    task=args.task,
+                    timestamps=args.timestamps,
+                    on_progress=seconds_done.add,
+                    decoding=decoding,
+                    words=args.word_timestamps,
+                )
+                if any("text" in r for r in records):
+                    proposed += speculator.last_stats.proposed_draft_tokens
+                    accepted += speculator.last_stats.accepted_draft_tokens
+                for record in records:
+                    results.append(record)
+                    if "error" in record:
+                        failures += 1
+                        continue
+                    transcripts += 1
+                    audio_seconds += record["duration"]
+                    if side_folder is not None:
+                        target = side_file(side_folder, Path(record["file"]), root, args.format)
+                        write_file_atomically(target, render(record, args.format))
+                covered += sum(durations[p] for p in batch)
+                seconds_done.move_to(covered)
+                rtf = (time.perf_counter() - started) / max(audio_seconds, 1e-9)
+                progress.set_postfix(files=f"{start + len(batch)}/{len(todo)}", rtf=f"{rtf:.3f}")
+        except KeyboardInterrupt as stop:
+            progress.close()
+            print(
+                f"seq2spec transcribe: stopped; {transcripts} files transcribed in this run are kept in {out}, rerun "
+                "to continue",
+                file=sys.stderr,
             )
-            if any("text" in r for r in records):
-                proposed += speculator.last_stats.proposed_draft_tokens
-                accepted += speculator.last_stats.accepted_draft_tokens
-            for record in records:
-                results.append(record)
-                if "error" in record:
-                    failures += 1
-                    continue
-                audio_seconds += record["duration"]
-                if side_folder is not None:
-                    target = side_file(side_folder, Path(record["file"]), root, args.format)
-                    write_file_atomically(target, render(record, args.format))
-            covered += sum(durations[p] for p in batch)
-            seconds_done.move_to(covered)
-            rtf = (time.perf_counter() - started) / max(audio_seconds, 1e-9)
-            progress.set_postfix(files=f"{start + len(batch)}/{len(todo)}", rtf=f"{rtf:.3f}")
+            return exit_status(stop)
     progress.close()
     wall = time.perf_counter() - started
     acceptance = f"{accepted / proposed:.2f}" if proposed else "n/a (no draft)"
@@ -236,7 +279,15 @@ def _transcribe(args: argparse.Namespace, files: list[Path]) -> int:
         f"real-time factor {wall / max(audio_seconds, 1e-9):.3f}, acceptance {acceptance}; results in {out}",
         file=sys.stderr,
     )
-    return 1 if failures else 0
+    if args.skip_failed:
+        return 1 if failures else 0
+    return 1 if untranscribed(files, results) else 0
+
+
+def untranscribed(files: list[Path], results: JsonlRecords) -> int:
+    """How many of ``files`` have no transcript in ``results``."""
+    done = transcribed(results)
+    return sum(1 for path in files if str(path) not in done)
 
 
 def add_parser(commands) -> argparse.ArgumentParser:
@@ -284,6 +335,13 @@ def add_parser(commands) -> argparse.ArgumentParser:
         "--seed", type=int, default=0, help="seed of the sampled fallback passes (default: 0, reproducible)"
     )
     transcribe.add_argument("--format", choices=["jsonl", "txt", "srt", "vtt"], default="jsonl")
+    transcribe.add_argument(
+        "--skip-failed",
+        action="store_true",
+        help="count files with an error record in --out as done: a rerun does not try them again, and the exit "
+        "status is 1 only when this run recorded an error (default: they are tried again, and the exit status is 1 "
+        "while any input has no transcript)",
+    )
     add_runtime_flags(transcribe)
     add_speculation_flags(transcribe)
     add_ray_flags(transcribe)

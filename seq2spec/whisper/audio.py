@@ -38,17 +38,51 @@ def find_audio(inputs: Iterable[str | Path]) -> list[Path]:
                     found[candidate] = None
         elif path.exists():
             found[path] = None
+        elif path.is_symlink():
+            raise FileNotFoundError(
+                f"{path} is a symbolic link that leads nowhere (its target is missing, or the link points back to "
+                "itself): fix the link or leave it out"
+            )
         else:
             raise FileNotFoundError(f"no such file or folder: {path}")
     return list(found)
 
 
-def to_mono_16k(samples: np.ndarray, sampling_rate: int) -> np.ndarray:
-    """Float32 mono at 16 kHz: channels averaged (``[frames, channels]``), resampled with soxr's high quality."""
-    samples = np.asarray(samples, dtype=np.float32)
+# float samples beyond this are not audio scaled to [-1, 1] (integer-scale samples given as floats, most likely)
+FLOAT_SAMPLE_LIMIT = 2.0
+
+
+def as_float_samples(samples: np.ndarray) -> np.ndarray:
+    """Float32 samples in [-1, 1]: integer arrays scaled by their type (int16 by 32768, uint8 around 128, ...)."""
+    samples = np.asarray(samples)
+    if samples.dtype.kind in "iu":
+        info = np.iinfo(samples.dtype)
+        middle = (int(info.max) + int(info.min) + 1) / 2  # 0 for signed types, 128 for uint8
+        return ((samples.astype(np.float64) - middle) / (int(info.max) + 1 - middle)).astype(np.float32)
+    if samples.dtype.kind != "f":
+        raise AudioError(f"audio samples must be numbers, got an array of {samples.dtype}")
+    samples = samples.astype(np.float32, copy=False)
     if not np.isfinite(samples).all():
         raise AudioError("the audio holds NaN or infinite samples")
+    peak = float(np.abs(samples).max(initial=0.0))
+    if peak > FLOAT_SAMPLE_LIMIT:
+        raise AudioError(
+            f"float audio samples must lie in [-1, 1], these reach {peak:g}: pass integer samples as their integer "
+            "type (they are scaled by it), or divide by the scale (32768 for 16-bit)"
+        )
+    return samples
+
+
+def to_mono_16k(samples: np.ndarray, sampling_rate: int) -> np.ndarray:
+    """Float32 mono at 16 kHz: integers scaled by their type, channels averaged (``[frames, channels]``),
+    resampled with soxr's high quality. Floats far outside [-1, 1] and channels-first arrays are refused."""
+    samples = as_float_samples(samples)
     if samples.ndim == 2:
+        if samples.shape[0] < samples.shape[1]:
+            raise AudioError(
+                f"audio of shape {tuple(samples.shape)} has fewer frames than channels: arrays are [frames, channels] "
+                "(transpose a channels-first array)"
+            )
         samples = samples.mean(axis=1)
     elif samples.ndim != 1:
         raise AudioError(f"audio must be [frames] or [frames, channels], got shape {samples.shape}")

@@ -24,6 +24,7 @@ import tempfile
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import torch
@@ -45,8 +46,9 @@ class DestinationError(ValueError):
 _TIMESTAMP = re.compile(r"^<\|\d+\.\d\d\|>$")
 # Written into every converted directory: what it was made from, and by which version of the converter.
 # 2: Whisper's specials are the tokenizer's special tokens (timestamps decode from <|0.00|>)
+# 3: the note records every file's size, so a cache damaged later (a truncated file) is found
 CONVERSION_NOTE = "seq2spec_conversion.json"
-CONVERTER_VERSION = 2
+CONVERTER_VERSION = 3
 
 
 @dataclass
@@ -379,13 +381,37 @@ def check_destination(source: Path, destination: Path, *, overwrite: bool = Fals
             )
 
 
-def is_current_conversion(directory: Path) -> bool:
-    """A directory this converter (in its present version) wrote completely."""
-    note = directory / CONVERSION_NOTE
+def _read_note(directory: Path) -> dict[str, Any] | None:
     try:
-        return json.loads(note.read_text(encoding="utf-8")).get("converter_version") == CONVERTER_VERSION
-    except (OSError, ValueError, AttributeError):
+        note = json.loads((directory / CONVERSION_NOTE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return note if isinstance(note, dict) else None
+
+
+def damaged_files(directory: Path) -> list[str]:
+    """The files of a conversion that are missing or not the size its note records, as ``"name (why)"``."""
+    note = _read_note(directory)
+    if note is None:
+        return [f"{CONVERSION_NOTE} (missing or unreadable)"]
+    damaged = []
+    for name, size in (note.get("files") or {}).items():
+        try:
+            actual = (directory / name).stat().st_size
+        except OSError:
+            damaged.append(f"{name} (missing)")
+            continue
+        if actual != size:
+            damaged.append(f"{name} ({actual:,} bytes, {size:,} written)")
+    return damaged
+
+
+def is_current_conversion(directory: Path) -> bool:
+    """A directory this converter (in its present version) wrote completely, every file still as written."""
+    note = _read_note(directory)
+    if note is None or note.get("converter_version") != CONVERTER_VERSION:
         return False
+    return not damaged_files(directory)
 
 
 def _install(staging: Path, destination: Path) -> None:
@@ -478,7 +504,8 @@ def convert_ct2_whisper(
     try:
         model.save_pretrained(staging)
         processor.save_pretrained(staging)
-        note = {"converted_from": str(source.resolve()), "converter_version": CONVERTER_VERSION}
+        sizes = {path.name: path.stat().st_size for path in sorted(staging.iterdir()) if path.is_file()}
+        note = {"converted_from": str(source.resolve()), "converter_version": CONVERTER_VERSION, "files": sizes}
         (staging / CONVERSION_NOTE).write_text(json.dumps(note) + "\n", encoding="utf-8")
         _install(staging, destination)
     finally:

@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from seq2spec.whisper.audio import SAMPLING_RATE, load_audio, to_mono_16k
+from seq2spec.whisper.audio import SAMPLING_RATE, AudioError, load_audio, to_mono_16k
 
 # generate(input_features, attention_mask or None, **whisper generate arguments) -> token ids
 GenerateFn = Callable[..., torch.Tensor]
@@ -73,8 +73,8 @@ class WhisperDecoding:
 def prepare_clips(audio: Any, sampling_rate: int | None) -> tuple[list[np.ndarray], bool]:
     """``(clips as float32 mono 16 kHz, whether a single input was given)`` from a path, an array or a list of them.
 
-    Arrays (numpy or torch, ``[frames]`` or ``[frames, channels]``) need their ``sampling_rate``; files are read
-    with soundfile.
+    Arrays (numpy or torch, ``[frames]`` or ``[frames, channels]``) need their ``sampling_rate``: integer samples
+    are scaled by their type, float samples must lie in [-1, 1]; files are read with soundfile.
     """
     from pathlib import Path
 
@@ -85,14 +85,18 @@ def prepare_clips(audio: Any, sampling_rate: int | None) -> tuple[list[np.ndarra
             clips.append(load_audio(item))
             continue
         if isinstance(item, torch.Tensor):
-            item = item.detach().cpu().numpy()
+            item = item.detach().cpu()
+            item = (item.float() if item.is_floating_point() else item).numpy()  # bfloat16 has no numpy twin
         if not isinstance(item, np.ndarray):
             raise TypeError(f"audio[{index}] is {type(item).__name__}; expected a path or an array of samples")
         if sampling_rate is None:
             raise ValueError("sampling_rate is required when audio is given as arrays")
         if item.size == 0:
             raise ValueError(f"audio[{index}] is empty")
-        clips.append(to_mono_16k(item, sampling_rate))
+        try:
+            clips.append(to_mono_16k(item, sampling_rate))
+        except AudioError as error:
+            raise AudioError(f"audio[{index}]: {error}") from None
     return clips, single
 
 
@@ -165,12 +169,15 @@ def transcribe_clips(
         options.pop("monitor_progress", None)
         tracker.finish(sum(len(c) for c in batch) / SAMPLING_RATE)
         sequences = output["sequences"] if word_timestamps else output
+        # a batch where the fallback skipped every window of some clip as silence comes back as float32 (Whisper's
+        # generate pads an empty float tensor for that clip): token ids all the same
+        sequences = sequences.long()
         for row, (index, ids) in enumerate(zip(chunk, sequences.tolist(), strict=True)):
             result = decode(processor.tokenizer, ids, return_timestamps)
             if word_timestamps:
                 result = result if isinstance(result, dict) else {"text": result}
                 result["words"] = words_of(processor.tokenizer, ids, output["token_timestamps"][row].tolist())
-            results[index] = result
+            results[index] = clipped_to(result, len(clips[index]) / SAMPLING_RATE)
     if bar is not None:
         bar.close()
     return results
@@ -225,6 +232,20 @@ def words_of(tokenizer, ids: list[int], times: list[float]) -> list[dict[str, An
     if current:
         close(times[-1])
     return words
+
+
+def clipped_to(result: Any, duration: float) -> Any:
+    """``result`` with every segment and word time at most ``duration`` (the clip's own length): Whisper times the
+    last window as 30 s of audio, so a window holding the last fraction of a second would otherwise end past the
+    file. The text is the model's output as it is."""
+    if not isinstance(result, dict):
+        return result
+    end = round(duration, 2)
+    for item in (*result.get("segments", ()), *result.get("words", ())):
+        for key in ("start", "end"):
+            if item.get(key) is not None and item[key] > end:
+                item[key] = end
+    return result
 
 
 def decode(tokenizer, ids: list[int], return_timestamps: bool) -> Any:

@@ -302,6 +302,7 @@ class Seq2SeqSpeculator:
         progress: bool | Callable[[float], None] = False,
         decoding: WhisperDecoding | None = None,
         word_timestamps: bool = False,
+        long_form: str = "sequential",
     ) -> Any:
         """Transcribe audio with the big Whisper model's greedy output (exactly ``big.generate``'s tokens).
 
@@ -315,6 +316,8 @@ class Seq2SeqSpeculator:
         text, or an initial prompt; its passes at temperature 0 remain ``big.generate``'s tokens.
         ``word_timestamps``: results are dicts with ``"words"`` too, ``[{"word", "start", "end"}]``, timed by
         Whisper's cross-attention alignment as ``big.generate(return_token_timestamps=True)`` times them.
+        ``long_form="batched"``: speech found by Silero VAD, cut at pauses into pieces of at most 30 s, all pieces
+        decoded as short clips (each piece ``big.generate``'s tokens for it; silence and noise give no words).
         """
         from seq2spec.whisper.transcription import prepare_clips, transcribe_clips
 
@@ -343,6 +346,7 @@ class Seq2SeqSpeculator:
             progress=progress,
             decoding=decoding,
             word_timestamps=word_timestamps,
+            long_form=long_form,
         )
         self.last_stats = total
         return results[0] if single else results

@@ -39,6 +39,8 @@ TRANSCRIBE_KEYS = (
     "condition_on_previous_text",
     "initial_prompt",
     "seed",
+    "long_form",
+    "batch_size",
 )
 CORRECT_KEYS = (
     "model",
@@ -139,21 +141,14 @@ class TranscribeActor:
         self.speculator = load_speculator(self.args)
 
     def __call__(self, batch: dict):
-        from seq2spec.commands.transcribe import decoding_of, transcribe_records
+        from seq2spec.commands.transcribe import decoding_of, records_one_by_one_on_failure
 
         paths = [Path(name) for name in batch["file"]]
         args = self.args
         settings = {"language": args.language, "task": args.task, "timestamps": args.timestamps}
-        settings.update(decoding=decoding_of(args), words=args.word_timestamps)
-        try:
-            records = transcribe_records(self.speculator, paths, **settings)
-        except Exception:  # noqa: BLE001 - one bad batch must not stop the job: retry file by file
-            records = []
-            for path in paths:
-                try:
-                    records += transcribe_records(self.speculator, [path], **settings)
-                except Exception as single:  # noqa: BLE001
-                    records.append({"file": str(path), "error": f"{type(single).__name__}: {single}"})
+        settings.update(decoding=decoding_of(args), words=args.word_timestamps, long_form=args.long_form)
+        settings["piece_batch_size"] = args.batch_size
+        records = records_one_by_one_on_failure(self.speculator, paths, **settings)
         extra = (("segments",) if args.timestamps or args.word_timestamps else ()) + (
             ("words",) if args.word_timestamps else ()
         )

@@ -29,6 +29,7 @@ from seq2spec.commands.outputs import JsonlRecords, OutputError, OutputLock, che
 from seq2spec.commands.stopping import exit_status
 from seq2spec.whisper.audio import AudioError, duration_seconds, find_audio, load_audio
 from seq2spec.whisper.progress import AudioProgress
+from seq2spec.whisper.speech import LONG_FORMS
 
 
 def transcribed(records: JsonlRecords) -> set[str]:
@@ -96,11 +97,14 @@ def transcribe_records(
     on_progress=None,
     decoding=None,
     words: bool = False,
+    long_form: str = "sequential",
+    piece_batch_size: int = 16,
 ) -> list[dict[str, Any]]:
     """One record per file: ``{"file", "duration", "text"[, "segments"]}``, or ``{"file", "error"}`` for a file
     that cannot be read as audio. Error records come first, then the transcripts in input order. ``on_progress``
     is called with seconds of audio as they are decoded; ``decoding`` is a ``WhisperDecoding`` (None: greedy);
-    ``words`` adds ``"words"`` with their times."""
+    ``words`` adds ``"words"`` with their times; ``long_form="batched"`` decodes the files' speech pieces together
+    in batches of ``piece_batch_size``."""
     records: list[dict[str, Any]] = []
     clips, names = [], []
     for path in paths:
@@ -117,10 +121,11 @@ def transcribe_records(
         language=language,
         task=task,
         return_timestamps=timestamps,
-        batch_size=len(clips),
+        batch_size=piece_batch_size if long_form == "batched" else len(clips),
         progress=on_progress or False,
         decoding=decoding,
         word_timestamps=words,
+        long_form=long_form,
     )
     for path, clip, result in zip(names, clips, results, strict=True):
         record: dict[str, Any] = {"file": str(path), "duration": round(len(clip) / 16_000, 3)}
@@ -245,6 +250,8 @@ def _transcribe(args: argparse.Namespace, files: list[Path]) -> int:
                     on_progress=seconds_done.add,
                     decoding=decoding,
                     words=args.word_timestamps,
+                    long_form=args.long_form,
+                    piece_batch_size=args.batch_size,
                 )
                 if any("text" in r for r in records):
                     proposed += speculator.last_stats.proposed_draft_tokens
@@ -331,6 +338,15 @@ def add_parser(commands) -> argparse.ArgumentParser:
         help="in audio longer than 30 s, decode each window after the text of the windows before it",
     )
     decoding.add_argument("--initial-prompt", metavar="TEXT", help="text to decode the first window after")
+    decoding.add_argument(
+        "--long-form",
+        choices=LONG_FORMS,
+        default="sequential",
+        help="sequential (default): Whisper's own long form, window after window, exactly the model's generate; "
+        "batched: speech found by Silero VAD and cut at pauses into pieces of at most 30 s, the pieces of "
+        "--batch-size files decoded together in batches of --batch-size, each piece exactly the model's output for "
+        "it (text across pieces can differ from the sequential mode's); silence and noise give no words",
+    )
     decoding.add_argument(
         "--seed", type=int, default=0, help="seed of the sampled fallback passes (default: 0, reproducible)"
     )

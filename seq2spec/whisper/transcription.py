@@ -14,6 +14,7 @@ import numpy as np
 import torch
 
 from seq2spec.whisper.audio import SAMPLING_RATE, AudioError, load_audio, to_mono_16k
+from seq2spec.whisper.speech import LONG_FORMS, transcribe_in_pieces
 
 # generate(input_features, attention_mask or None, **whisper generate arguments) -> token ids
 GenerateFn = Callable[..., torch.Tensor]
@@ -114,6 +115,7 @@ def transcribe_clips(
     progress: bool | Callable[[float], None] = False,
     decoding: WhisperDecoding | None = None,
     word_timestamps: bool = False,
+    long_form: str = "sequential",
 ) -> list[Any]:
     """Text per clip (16 kHz mono float32), or ``{"text", "segments"}`` with ``return_timestamps``, in input order.
 
@@ -122,8 +124,19 @@ def transcribe_clips(
     ``progress``: True shows a bar over seconds of audio; a callable is called with the seconds newly decoded,
     window by window within long files. ``decoding``: fallback, previous-text conditioning and prompt choices.
     ``word_timestamps``: each result also holds ``"words"``, ``[{"word", "start", "end"}]``, timed by Whisper's
-    cross-attention alignment (``return_token_timestamps``).
+    cross-attention alignment (``return_token_timestamps``). ``long_form="batched"``: each clip's speech is found
+    and cut into pieces of at most 30 s, and the pieces of all clips are decoded as short clips in batches of
+    ``batch_size`` (``seq2spec.whisper.speech``); what is not speech gives no words.
     """
+    if long_form not in LONG_FORMS:
+        raise ValueError(f"long_form must be one of {', '.join(LONG_FORMS)}, got {long_form!r}")
+    if long_form == "batched":
+        keys = ("segments",) * return_timestamps + ("words",) * word_timestamps
+        arguments = dict(multilingual=multilingual, language=language, task=task, return_timestamps=return_timestamps,
+                         batch_size=batch_size, max_new_tokens=max_new_tokens, progress=progress, decoding=decoding,
+                         word_timestamps=word_timestamps)  # fmt: skip
+        decode_pieces = lambda pieces: transcribe_clips(pieces, processor, generate, **arguments)  # noqa: E731
+        return transcribe_in_pieces(clips, decode_pieces, keys or None)
     options: dict[str, Any] = (decoding or WhisperDecoding()).generate_arguments(processor)
     if multilingual:
         options.update(language=language, task=task)

@@ -1,0 +1,206 @@
+"""Long recordings: Whisper's sequential long form against the batched long form (speech found by Silero VAD, cut
+at pauses into pieces of at most 30 s, the pieces decoded together) and the peers that batch a file's pieces.
+
+Each system runs in a process of its own (model loading excluded from its time; peak resident memory is the
+process's), on files made by repeating ``recipes/data/asr_samples/long_form.wav`` (93 s of synthetic speech in
+several voices with pauses) whole, so the reference is its transcript repeated. Systems:
+
+- ``greedy sequential``: whisper-base's own ``generate`` long form (the reference for speed);
+- ``seq2spec sequential`` / ``seq2spec batched bN``: ``Seq2SeqSpeculator.transcribe(long_form=...)`` with the
+  shipped draft; ``seq2spec int8 batched bN``: the same in the int8 mode;
+- ``faster-whisper batched int8/float32 bN``: its ``BatchedInferencePipeline`` (Silero VAD, pieces batched),
+  greedy, on the same weights;
+- ``hf chunked pipeline bN``: transformers' speech-recognition pipeline, 30-s windows with 5-s overlaps batched.
+
+    python benchmarks/bench_long_form.py --copies 7          # about 11 minutes of audio
+    python benchmarks/bench_long_form.py --copies 39 --systems "greedy sequential" "seq2spec batched b16"
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import soundfile
+
+HERE = Path(__file__).resolve().parent
+SAMPLE = HERE.parent / "recipes" / "data" / "asr_samples" / "long_form.wav"
+SYSTEMS = [
+    "greedy sequential",
+    "seq2spec sequential",
+    "seq2spec batched b1",
+    "seq2spec batched b4",
+    "seq2spec batched b8",
+    "seq2spec batched b16",
+    "seq2spec batched b32",
+    "seq2spec int8 sequential",
+    "seq2spec int8 batched b4",
+    "seq2spec int8 batched b16",
+    "faster-whisper batched int8 b8",
+    "faster-whisper batched float32 b8",
+    "faster-whisper batched int8 b16",
+    "faster-whisper batched float32 b16",
+    "hf chunked pipeline b8",
+    "hf chunked pipeline b16",
+]
+# on a CPU (the GPU list adds the larger batches and the chunked pipeline, which took 300 s for 93 s of audio on
+# this 2-core CPU)
+CPU_SYSTEMS = [
+    "greedy sequential",
+    "seq2spec sequential",
+    "seq2spec batched b1",
+    "seq2spec batched b4",
+    "seq2spec batched b8",
+    "seq2spec int8 sequential",
+    "seq2spec int8 batched b4",
+    "faster-whisper batched int8 b8",
+    "faster-whisper batched float32 b8",
+]
+
+
+def make_file(copies: int, folder: Path) -> Path:
+    samples, rate = soundfile.read(SAMPLE, dtype="int16")
+    path = folder / f"long_{copies}x.wav"
+    soundfile.write(path, np.tile(samples, copies), rate, subtype="PCM_16")
+    return path
+
+
+def batch_of(system: str) -> int:
+    return int(system.rsplit(" b", 1)[1]) if " b" in system and system.rsplit(" b", 1)[1].isdigit() else 1
+
+
+def run_system(system: str, path: Path) -> dict:
+    """The child: load, transcribe ``path`` once, report seconds and text."""
+    import torch
+
+    sys.path.insert(0, str(HERE))
+    from bench_asr import LANGUAGE, ChunkedPipeline, ct2_base_dir
+
+    from seq2spec import Seq2SeqSpeculator
+    from seq2spec.default_models import load_whisper_base, load_whisper_base_pair
+    from seq2spec.whisper.audio import load_audio
+
+    audio = load_audio(path)
+    batch = batch_of(system)
+    if system.startswith("faster-whisper"):
+        from faster_whisper import BatchedInferencePipeline, WhisperModel
+
+        compute_type = system.split()[2]
+        model = WhisperModel(str(ct2_base_dir()), device="cpu", compute_type=compute_type,
+                             cpu_threads=torch.get_num_threads())  # fmt: skip
+        pipeline = BatchedInferencePipeline(model)
+
+        def transcribe() -> str:
+            segments, _ = pipeline.transcribe(
+                audio, batch_size=batch, beam_size=1, best_of=1, temperature=0.0, condition_on_previous_text=False,
+                **LANGUAGE,
+            )  # fmt: skip
+            return " ".join(segment.text.strip() for segment in segments)
+    elif system.startswith("hf chunked"):
+        big, processor = load_whisper_base()
+        pipe = ChunkedPipeline(big, processor, batch)
+
+        def transcribe() -> str:
+            return pipe([audio])[0]
+    elif system == "greedy sequential":
+        big, processor = load_whisper_base()
+        features = processor.feature_extractor(
+            audio, sampling_rate=16000, return_tensors="pt", truncation=False, padding="longest",
+            return_attention_mask=True,
+        )  # fmt: skip
+
+        def transcribe() -> str:
+            with torch.inference_mode():
+                ids = big.generate(
+                    features["input_features"], attention_mask=features["attention_mask"], return_timestamps=True,
+                    **LANGUAGE,
+                )  # fmt: skip
+            return processor.batch_decode(ids, skip_special_tokens=True)[0].strip()
+    else:
+        dtype = "int8" if " int8 " in system else None
+        speculator = Seq2SeqSpeculator(*load_whisper_base_pair(dtype=dtype))
+        long_form = "batched" if "batched" in system else "sequential"
+
+        def transcribe() -> str:
+            return speculator.transcribe(audio, sampling_rate=16000, long_form=long_form, batch_size=batch, **LANGUAGE)
+
+    started = time.perf_counter()
+    text = transcribe()
+    seconds = time.perf_counter() - started
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    return {"system": system, "seconds": seconds, "text": text, "peak_mb": peak, "audio_seconds": len(audio) / 16000}
+
+
+def markdown(record: dict) -> str:
+    rows = [
+        f"{record['audio_seconds'] / 60:.1f} min of audio ({record['copies']} copies of long_form.wav), "
+        f"{record['threads']} CPU threads, {record['machine']}",
+        "",
+        "| system | seconds | real-time factor | speedup vs greedy sequential | WER | peak MB |",
+        "|---|---:|---:|---:|---:|---:|",
+    ]
+    base = record["rows"].get("greedy sequential", {}).get("seconds")
+    for system, row in record["rows"].items():
+        speedup = f"{base / row['seconds']:.2f}" if base else ""
+        rows.append(
+            f"| {system} | {row['seconds']:.1f} | {row['seconds'] / record['audio_seconds']:.4f} | {speedup} | "
+            f"{row['wer']:.4f} | {row['peak_mb']:.0f} |"
+        )
+    return "\n".join(rows) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--copies", type=int, default=7, help="copies of long_form.wav (93 s each) in the file")
+    parser.add_argument("--systems", nargs="+", default=CPU_SYSTEMS, choices=SYSTEMS)
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--out", type=Path, default=HERE / "results")
+    parser.add_argument("--name", default="long_form_cpu")
+    parser.add_argument("--child", nargs=2, metavar=("SYSTEM", "PATH"), help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.child:
+        import torch
+
+        torch.set_num_threads(args.threads)
+        print(json.dumps(run_system(args.child[0], Path(args.child[1]))))
+        return 0
+
+    sys.path.insert(0, str(HERE))
+    from bench_asr import reference_text, word_error_rate
+
+    reference = " ".join([reference_text(SAMPLE)] * args.copies)
+    args.out.mkdir(parents=True, exist_ok=True)
+    record = {"copies": args.copies, "threads": args.threads, "machine": platform.processor() or platform.machine(),
+              "rows": {}}  # fmt: skip
+    environment = {**os.environ, "OMP_NUM_THREADS": str(args.threads)}
+    with tempfile.TemporaryDirectory() as folder:
+        path = make_file(args.copies, Path(folder))
+        for system in args.systems:
+            command = [sys.executable, __file__, "--child", system, str(path), "--threads", str(args.threads)]
+            done = subprocess.run(command, env=environment, capture_output=True, text=True)
+            if done.returncode != 0:
+                print(f"{system} failed:\n{done.stderr[-3000:]}", file=sys.stderr)
+                continue
+            row = json.loads(done.stdout.strip().splitlines()[-1])
+            row["wer"] = word_error_rate(reference, row["text"])
+            record["audio_seconds"] = row["audio_seconds"]
+            record["rows"][system] = row
+            print(f"{system}: {row['seconds']:.1f} s, WER {row['wer']:.4f}, peak {row['peak_mb']:.0f} MB",
+                  file=sys.stderr)  # fmt: skip
+            (args.out / f"{args.name}.json").write_text(json.dumps(record, indent=2))  # after every row
+            (args.out / f"{args.name}.md").write_text(markdown(record))
+    print(markdown(record))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

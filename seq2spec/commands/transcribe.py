@@ -29,7 +29,7 @@ from seq2spec.commands.outputs import JsonlRecords, OutputError, OutputLock, che
 from seq2spec.commands.stopping import exit_status
 from seq2spec.whisper.audio import AudioError, duration_seconds, find_audio, load_audio
 from seq2spec.whisper.progress import AudioProgress
-from seq2spec.whisper.speech import LONG_FORMS
+from seq2spec.whisper.speech import LONG_FORMS, load_detector
 
 
 def transcribed(records: JsonlRecords) -> set[str]:
@@ -222,8 +222,10 @@ def _transcribe(args: argparse.Namespace, files: list[Path]) -> int:
         results.drop({str(path) for path in todo} & failed_before)  # their new records replace the old errors
     try:
         decoding = decoding_of(args)
+        if args.long_form == "batched":
+            load_detector()
         speculator = load_speculator(args)
-    except (FileNotFoundError, ValueError, OSError) as error:
+    except (FileNotFoundError, ValueError, OSError, ImportError) as error:
         print(f"seq2spec transcribe: {error}", file=sys.stderr)
         return 2
     side_folder = out.with_name(out.stem + f"_{args.format}") if args.format != "jsonl" else None

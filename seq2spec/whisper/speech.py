@@ -31,32 +31,37 @@ class Piece:
 
 
 @lru_cache(maxsize=1)
-def _detector():
+def load_detector():
+    """Silero VAD's model, loaded once (ImportError naming the extra without it). Importing Silero sets torch to one
+    thread for the whole process: the count is put back, so the decoding keeps its own."""
+    import torch  # here: the commands import this module for LONG_FORMS, and their --help stays light
+
+    threads = torch.get_num_threads()
     try:
         from silero_vad import load_silero_vad
+
+        return load_silero_vad()
     except ImportError:
         raise ImportError('long_form="batched" needs Silero VAD: pip install "seq2spec[whisper]"') from None
-    return load_silero_vad()
+    finally:
+        torch.set_num_threads(threads)
 
 
 def speech_spans(samples: np.ndarray) -> list[tuple[int, int]]:
     """``(start, end)`` samples of each stretch of speech in 16-kHz ``samples`` (none for silence or noise), each
     shorter than ``LONGEST_SPEECH_SECONDS`` plus Silero's padding."""
-    import torch  # here: the commands import this module for LONG_FORMS, and their --help stays light
+    import torch
 
-    threads = torch.get_num_threads()  # importing Silero sets torch to one thread: the decoding gets its own back
-    try:
-        from silero_vad import get_speech_timestamps
+    detector = load_detector()  # first: without Silero it says what to install
+    from silero_vad import get_speech_timestamps
 
-        with torch.inference_mode():
-            found = get_speech_timestamps(
-                torch.from_numpy(np.ascontiguousarray(samples, dtype=np.float32)),
-                _detector(),
-                sampling_rate=SAMPLING_RATE,
-                max_speech_duration_s=LONGEST_SPEECH_SECONDS,
-            )
-    finally:
-        torch.set_num_threads(threads)
+    with torch.inference_mode():
+        found = get_speech_timestamps(
+            torch.from_numpy(np.ascontiguousarray(samples, dtype=np.float32)),
+            detector,
+            sampling_rate=SAMPLING_RATE,
+            max_speech_duration_s=LONGEST_SPEECH_SECONDS,
+        )
     return [(max(0, span["start"]), min(len(samples), span["end"])) for span in found]
 
 

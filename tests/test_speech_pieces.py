@@ -114,11 +114,18 @@ def test_each_piece_is_the_model_s_own_output_for_it(toy_speculator):
         silence(5.0),
     ]
     arguments = dict(sampling_rate=SAMPLING_RATE, language="en")
+    processor = toy_speculator.processor
     batched = toy_speculator.transcribe(files, long_form="batched", batch_size=3, return_timestamps=True, **arguments)
     for audio, result in zip(files, batched, strict=True):
         pieces = cut_pieces(speech_spans(audio))
         alone = [toy_speculator.transcribe(audio[a:b], return_timestamps=True, **arguments) for a, b in pieces]
         assert result["text"] == " ".join(text for text in (r["text"] for r in alone) if text)
+        for (a, b), piece in zip(pieces, alone, strict=True):  # the big model's own greedy generate for the piece
+            features = processor.feature_extractor(audio[a:b], sampling_rate=SAMPLING_RATE, return_tensors="pt")
+            ids = toy_speculator.big.generate(
+                features.input_features, language="en", task="transcribe", return_timestamps=True
+            )
+            assert piece["text"] == processor.batch_decode(ids, skip_special_tokens=True)[0].strip()
         expected = [
             {**segment, "start": round(segment["start"] + a / SAMPLING_RATE, 2),
              "end": round(segment["end"] + a / SAMPLING_RATE, 2)}
@@ -126,6 +133,13 @@ def test_each_piece_is_the_model_s_own_output_for_it(toy_speculator):
         ]  # fmt: skip
         assert result["segments"] == expected
     assert len(cut_pieces(speech_spans(files[0]))) >= 2 and batched[0]["text"] and batched[2]["text"] == ""
+    plain = toy_speculator.transcribe(files[0], long_form="batched", batch_size=2, **arguments)  # no timestamp tokens
+    texts = []
+    for a, b in cut_pieces(speech_spans(files[0])):
+        features = processor.feature_extractor(files[0][a:b], sampling_rate=SAMPLING_RATE, return_tensors="pt")
+        ids = toy_speculator.big.generate(features.input_features, language="en", task="transcribe")
+        texts.append(processor.batch_decode(ids, skip_special_tokens=True)[0].strip())
+    assert plain == " ".join(text for text in texts if text)
 
 
 def _base_installed() -> bool:

@@ -1,19 +1,24 @@
-"""Long recordings: Whisper's sequential long form against the batched long form (speech found by Silero VAD, cut
-at pauses into pieces of at most 30 s, the pieces decoded together) and the peers that batch a file's pieces.
+"""Long recordings: Whisper's sequential long form against the batched long form (speech found by Silero VAD, joined
+into pieces of at most 30 s with the pauses left out, the pieces decoded together) and the peers that batch a file's
+pieces.
 
 Each system runs in a process of its own (model loading excluded from its time; peak resident memory is the
-process's), on files made by repeating ``recipes/data/asr_samples/long_form.wav`` (93 s of synthetic speech in
-several voices with pauses) whole, so the reference is its transcript repeated. Systems:
+process's), on files made by repeating a sample whole (``--sample``; by default
+``recipes/data/asr_samples/long_form.wav``, 93 s of synthetic speech in several voices with pauses), so the
+reference is its transcript repeated. Systems:
 
 - ``greedy sequential``: whisper-base's own ``generate`` long form (the reference for speed);
 - ``seq2spec sequential`` / ``seq2spec batched bN``: ``Seq2SeqSpeculator.transcribe(long_form=...)`` with the
-  shipped draft; ``seq2spec int8 batched bN``: the same in the int8 mode;
+  shipped draft, the batched mode given the file's path (it reads the file piece by piece); ``seq2spec sequential
+  vad``: the sequential long form on the speech alone (``vad=True``); ``seq2spec int8 ...``: the same in the int8
+  mode;
 - ``faster-whisper batched int8/float32 bN``: its ``BatchedInferencePipeline`` (Silero VAD, pieces batched),
   greedy, on the same weights;
 - ``hf chunked pipeline bN``: transformers' speech-recognition pipeline, 30-s windows with 5-s overlaps batched.
 
     python benchmarks/bench_long_form.py --copies 7          # about 11 minutes of audio
     python benchmarks/bench_long_form.py --copies 39 --systems "greedy sequential" "seq2spec batched b16"
+    python benchmarks/bench_long_form.py --sample natural_long_form.wav --copies 3 --name long_form_natural_cpu
 """
 
 from __future__ import annotations
@@ -37,6 +42,7 @@ SAMPLE = HERE.parent / "recipes" / "data" / "asr_samples" / "long_form.wav"
 SYSTEMS = [
     "greedy sequential",
     "seq2spec sequential",
+    "seq2spec sequential vad",
     "seq2spec batched b1",
     "seq2spec batched b4",
     "seq2spec batched b8",
@@ -44,6 +50,7 @@ SYSTEMS = [
     "seq2spec batched b32",
     "seq2spec int8 sequential",
     "seq2spec int8 batched b4",
+    "seq2spec int8 batched b8",
     "seq2spec int8 batched b16",
     "faster-whisper batched int8 b8",
     "faster-whisper batched float32 b8",
@@ -57,19 +64,22 @@ SYSTEMS = [
 CPU_SYSTEMS = [
     "greedy sequential",
     "seq2spec sequential",
-    "seq2spec batched b1",
+    "seq2spec sequential vad",
     "seq2spec batched b4",
     "seq2spec batched b8",
-    "seq2spec int8 sequential",
-    "seq2spec int8 batched b4",
+    "seq2spec batched b16",
+    "seq2spec int8 batched b8",
+    "seq2spec int8 batched b16",
     "faster-whisper batched int8 b8",
     "faster-whisper batched float32 b8",
+    "faster-whisper batched int8 b16",
+    "faster-whisper batched float32 b16",
 ]
 
 
-def make_file(copies: int, folder: Path) -> Path:
-    samples, rate = soundfile.read(SAMPLE, dtype="int16")
-    path = folder / f"long_{copies}x.wav"
+def make_file(copies: int, folder: Path, sample: Path = SAMPLE) -> Path:
+    samples, rate = soundfile.read(sample, dtype="int16")
+    path = folder / f"{sample.stem}_{copies}x.wav"
     soundfile.write(path, np.tile(samples, copies), rate, subtype="PCM_16")
     return path
 
@@ -89,7 +99,9 @@ def run_system(system: str, path: Path) -> dict:
     from seq2spec.default_models import load_whisper_base, load_whisper_base_pair
     from seq2spec.whisper.audio import load_audio
 
-    audio = load_audio(path)
+    batched = "seq2spec" in system and ("batched" in system or system.endswith(" vad"))
+    audio = None if batched else load_audio(path)  # the batched long form reads the file itself, piece by piece
+    audio_seconds = soundfile.info(str(path)).duration
     batch = batch_of(system)
     if system.startswith("faster-whisper"):
         from faster_whisper import BatchedInferencePipeline, WhisperModel
@@ -130,19 +142,23 @@ def run_system(system: str, path: Path) -> dict:
         speculator = Seq2SeqSpeculator(*load_whisper_base_pair(dtype=dtype))
         long_form = "batched" if "batched" in system else "sequential"
 
+        source = str(path) if batched else audio
+
         def transcribe() -> str:
-            return speculator.transcribe(audio, sampling_rate=16000, long_form=long_form, batch_size=batch, **LANGUAGE)
+            return speculator.transcribe(source, sampling_rate=16000, long_form=long_form, batch_size=batch,
+                                         vad=system.endswith(" vad"), **LANGUAGE)  # fmt: skip
 
     started = time.perf_counter()
     text = transcribe()
     seconds = time.perf_counter() - started
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    return {"system": system, "seconds": seconds, "text": text, "peak_mb": peak, "audio_seconds": len(audio) / 16000}
+    return {"system": system, "seconds": seconds, "text": text, "peak_mb": peak, "audio_seconds": audio_seconds}
 
 
 def markdown(record: dict) -> str:
     rows = [
-        f"{record['audio_seconds'] / 60:.1f} min of audio ({record['copies']} copies of long_form.wav), "
+        f"{record['audio_seconds'] / 60:.1f} min of audio ({record['copies']} copies of "
+        f"{record.get('sample', 'long_form.wav')}), "
         f"{record['threads']} CPU threads, {record['machine']}",
         "",
         "| system | seconds | real-time factor | speedup vs greedy sequential | WER | peak MB |",
@@ -160,7 +176,12 @@ def markdown(record: dict) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--copies", type=int, default=7, help="copies of long_form.wav (93 s each) in the file")
+    parser.add_argument("--copies", type=int, default=7, help="copies of the sample in the file")
+    parser.add_argument(
+        "--sample", type=Path, default=SAMPLE,
+        help="the recording to repeat (default: long_form.wav, 93 s); its transcript is in references.tsv beside it "
+        "or in a .txt of the same name",
+    )  # fmt: skip
     parser.add_argument("--systems", nargs="+", default=CPU_SYSTEMS, choices=SYSTEMS)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--out", type=Path, default=HERE / "results")
@@ -177,13 +198,17 @@ def main(argv: list[str] | None = None) -> int:
     sys.path.insert(0, str(HERE))
     from bench_asr import reference_text, word_error_rate
 
-    reference = " ".join([reference_text(SAMPLE)] * args.copies)
+    transcript = args.sample.with_suffix(".txt")
+    one = transcript.read_text(encoding="utf-8").strip() if transcript.is_file() else reference_text(args.sample)
+    if one is None:
+        parser.error(f"{args.sample}: no transcript (a .txt beside it, or a line in references.tsv)")
+    reference = " ".join([one] * args.copies)
     args.out.mkdir(parents=True, exist_ok=True)
-    record = {"copies": args.copies, "threads": args.threads, "machine": platform.processor() or platform.machine(),
-              "rows": {}}  # fmt: skip
+    record = {"copies": args.copies, "sample": args.sample.name, "threads": args.threads,
+              "machine": platform.processor() or platform.machine(), "rows": {}}  # fmt: skip
     environment = {**os.environ, "OMP_NUM_THREADS": str(args.threads)}
     with tempfile.TemporaryDirectory() as folder:
-        path = make_file(args.copies, Path(folder))
+        path = make_file(args.copies, Path(folder), args.sample)
         for system in args.systems:
             command = [sys.executable, __file__, "--child", system, str(path), "--threads", str(args.threads)]
             done = subprocess.run(command, env=environment, capture_output=True, text=True)

@@ -303,6 +303,7 @@ class Seq2SeqSpeculator:
         decoding: WhisperDecoding | None = None,
         word_timestamps: bool = False,
         long_form: str = "sequential",
+        vad: bool = False,
     ) -> Any:
         """Transcribe audio with the big Whisper model's greedy output (exactly ``big.generate``'s tokens).
 
@@ -316,15 +317,16 @@ class Seq2SeqSpeculator:
         text, or an initial prompt; its passes at temperature 0 remain ``big.generate``'s tokens.
         ``word_timestamps``: results are dicts with ``"words"`` too, ``[{"word", "start", "end"}]``, timed by
         Whisper's cross-attention alignment as ``big.generate(return_token_timestamps=True)`` times them.
-        ``long_form="batched"``: speech found by Silero VAD, cut at pauses into pieces of at most 30 s, all pieces
-        decoded as short clips (each piece ``big.generate``'s tokens for it; silence and noise give no words).
+        ``long_form="batched"``: the speech Silero VAD finds, joined into pieces of at most 30 s (pauses left out,
+        files read piece by piece), decoded as short clips, each ``big.generate``'s tokens for it; ``vad=True``: the
+        sequential long form on the speech alone. Both give silence and noise no words, times in the clip's own.
         """
         from seq2spec.whisper.transcription import prepare_clips, transcribe_clips
 
         if self.big_family.model_type != "whisper":
             raise TypeError(f"transcribe() needs a Whisper model; the big model is {self.big_family.model_type!r}")
         check_positive_int("batch_size", batch_size)
-        clips, single = prepare_clips(audio, sampling_rate)
+        clips, single = prepare_clips(audio, sampling_rate, lazy=long_form == "batched" or vad)
         total = SpeculationStats()
         seed = decoding.seed if decoding is not None and decoding.temperature_fallback else None
 
@@ -338,15 +340,9 @@ class Seq2SeqSpeculator:
             self.processor,
             generate,
             multilingual=bool(getattr(self.big.generation_config, "is_multilingual", False)),
-            language=language,
-            task=task,
-            return_timestamps=return_timestamps,
-            batch_size=batch_size,
-            max_new_tokens=max_new_tokens,
-            progress=progress,
-            decoding=decoding,
-            word_timestamps=word_timestamps,
-            long_form=long_form,
-        )
+            language=language, task=task, return_timestamps=return_timestamps, batch_size=batch_size,
+            max_new_tokens=max_new_tokens, progress=progress, decoding=decoding, word_timestamps=word_timestamps,
+            long_form=long_form, vad=vad,
+        )  # fmt: skip
         self.last_stats = total
         return results[0] if single else results

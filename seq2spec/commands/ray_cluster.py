@@ -40,6 +40,7 @@ TRANSCRIBE_KEYS = (
     "initial_prompt",
     "seed",
     "long_form",
+    "vad",
     "batch_size",
 )
 CORRECT_KEYS = (
@@ -146,7 +147,7 @@ class TranscribeActor:
         paths = [Path(name) for name in batch["file"]]
         args = self.args
         settings = {"language": args.language, "task": args.task, "timestamps": args.timestamps}
-        settings.update(decoding=decoding_of(args), words=args.word_timestamps, long_form=args.long_form)
+        settings.update(decoding=decoding_of(args), words=args.word_timestamps, long_form=args.long_form, vad=args.vad)
         settings["piece_batch_size"] = args.batch_size
         records = records_one_by_one_on_failure(self.speculator, paths, **settings)
         extra = (("segments",) if args.timestamps or args.word_timestamps else ()) + (

@@ -27,7 +27,7 @@ from seq2spec.commands.flags import (
 )
 from seq2spec.commands.outputs import JsonlRecords, OutputError, OutputLock, check_output_path, write_file_atomically
 from seq2spec.commands.stopping import exit_status
-from seq2spec.whisper.audio import AudioError, duration_seconds, find_audio, load_audio
+from seq2spec.whisper.audio import AudioError, AudioFile, duration_seconds, find_audio, load_audio
 from seq2spec.whisper.progress import AudioProgress
 from seq2spec.whisper.speech import LONG_FORMS, load_detector
 
@@ -99,17 +99,19 @@ def transcribe_records(
     words: bool = False,
     long_form: str = "sequential",
     piece_batch_size: int = 16,
+    vad: bool = False,
 ) -> list[dict[str, Any]]:
     """One record per file: ``{"file", "duration", "text"[, "segments"]}``, or ``{"file", "error"}`` for a file
     that cannot be read as audio. Error records come first, then the transcripts in input order. ``on_progress``
     is called with seconds of audio as they are decoded; ``decoding`` is a ``WhisperDecoding`` (None: greedy);
     ``words`` adds ``"words"`` with their times; ``long_form="batched"`` decodes the files' speech pieces together
-    in batches of ``piece_batch_size``."""
+    in batches of ``piece_batch_size``; ``vad`` cuts out what is not speech before the sequential long form."""
     records: list[dict[str, Any]] = []
     clips, names = [], []
+    read = AudioFile if long_form == "batched" or vad else load_audio  # read stretch by stretch
     for path in paths:
         try:
-            clips.append(load_audio(path))
+            clips.append(read(path))
             names.append(path)
         except AudioError as error:
             records.append({"file": str(path), "error": str(error)})
@@ -117,7 +119,7 @@ def transcribe_records(
         return records
     results = speculator.transcribe(
         clips,
-        sampling_rate=16_000,
+        sampling_rate=16_000,  # of the arrays
         language=language,
         task=task,
         return_timestamps=timestamps,
@@ -126,6 +128,7 @@ def transcribe_records(
         decoding=decoding,
         word_timestamps=words,
         long_form=long_form,
+        vad=vad,
     )
     for path, clip, result in zip(names, clips, results, strict=True):
         record: dict[str, Any] = {"file": str(path), "duration": round(len(clip) / 16_000, 3)}
@@ -222,7 +225,7 @@ def _transcribe(args: argparse.Namespace, files: list[Path]) -> int:
         results.drop({str(path) for path in todo} & failed_before)  # their new records replace the old errors
     try:
         decoding = decoding_of(args)
-        if args.long_form == "batched":
+        if args.long_form == "batched" or args.vad:
             load_detector()
         speculator = load_speculator(args)
     except (FileNotFoundError, ValueError, OSError, ImportError) as error:
@@ -254,6 +257,7 @@ def _transcribe(args: argparse.Namespace, files: list[Path]) -> int:
                     words=args.word_timestamps,
                     long_form=args.long_form,
                     piece_batch_size=args.batch_size,
+                    vad=args.vad,
                 )
                 if any("text" in r for r in records):
                     proposed += speculator.last_stats.proposed_draft_tokens
@@ -345,9 +349,17 @@ def add_parser(commands) -> argparse.ArgumentParser:
         choices=LONG_FORMS,
         default="sequential",
         help="sequential (default): Whisper's own long form, window after window, exactly the model's generate; "
-        "batched: speech found by Silero VAD and cut at pauses into pieces of at most 30 s, the pieces of "
-        "--batch-size files decoded together in batches of --batch-size, each piece exactly the model's output for "
-        "it (text across pieces can differ from the sequential mode's); silence and noise give no words",
+        "batched: speech found by Silero VAD and joined into pieces of at most 30 s with the pauses left out, the "
+        "pieces of --batch-size files decoded together in batches of --batch-size, each piece exactly the model's "
+        "output for it (text across pieces can differ from the sequential mode's), files read piece by piece; "
+        "silence and noise give no words",
+    )
+    decoding.add_argument(
+        "--vad",
+        action="store_true",
+        help="with --long-form sequential: cut out what is not speech (Silero VAD) and decode each file's speech as "
+        "one recording, times in the file's own; silence and noise give no words (the batched long form always "
+        "does this)",
     )
     decoding.add_argument(
         "--seed", type=int, default=0, help="seed of the sampled fallback passes (default: 0, reproducible)"

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 import numpy as np
@@ -122,3 +122,91 @@ def duration_seconds(path: str | Path) -> float:
         return info.frames / info.samplerate if info.samplerate else 0.0
     except Exception:  # noqa: BLE001
         return 0.0
+
+
+class AudioFile:
+    """A file read only where it is needed: in blocks from start to end (``blocks``) or one stretch of it
+    (``read``), as float32 mono 16 kHz, so a long recording is never held whole. The header is read at once:
+    ``AudioError`` naming the file when it cannot be read or holds no samples."""
+
+    def __init__(self, path: str | Path) -> None:
+        import soundfile
+
+        self.path = Path(path)
+        try:
+            with open(self.path, "rb") as handle:
+                info = soundfile.info(handle)
+        except Exception as error:  # noqa: BLE001 - every reader failure names the file
+            raise self._error(error) from error
+        if info.frames <= 0 or info.samplerate <= 0:
+            raise AudioError(f"{self.path}: contains no audio samples")
+        self.sampling_rate = int(info.samplerate)
+        self.frames = int(info.frames)
+
+    def __len__(self) -> int:
+        """Samples at 16 kHz."""
+        return round(self.frames * SAMPLING_RATE / self.sampling_rate)
+
+    def _error(self, error: Exception) -> AudioError:
+        reason = str(error).strip() or type(error).__name__
+        return AudioError(f"{self.path}: cannot be read as audio ({reason})")
+
+    def _mono(self, samples: np.ndarray) -> np.ndarray:
+        try:
+            return as_float_samples(samples).mean(axis=1, dtype=np.float32)
+        except AudioError as error:
+            raise AudioError(f"{self.path}: {error}") from None
+
+    def blocks(self, seconds: float = 60.0) -> Iterator[np.ndarray]:
+        """The whole file, ``seconds`` at a time (the resampler's delay makes the first and last a little
+        shorter)."""
+        import soundfile
+        import soxr
+
+        resampler = None
+        if self.sampling_rate != SAMPLING_RATE:
+            resampler = soxr.ResampleStream(self.sampling_rate, SAMPLING_RATE, 1, dtype="float32", quality="HQ")
+        try:
+            with open(self.path, "rb") as handle, soundfile.SoundFile(handle) as reader:
+                while True:
+                    samples = reader.read(max(1, round(seconds * self.sampling_rate)), "float32", always_2d=True)
+                    last = len(samples) == 0
+                    mono = self._mono(samples) if len(samples) else np.zeros(0, dtype=np.float32)
+                    if resampler is not None:
+                        mono = resampler.resample_chunk(mono, last=last)
+                    if len(mono):
+                        yield mono
+                    if last:
+                        return
+        except AudioError:
+            raise
+        except Exception as error:  # noqa: BLE001
+            raise self._error(error) from error
+
+    def read(self, start: int, end: int) -> np.ndarray:
+        """Samples ``start:end`` (16 kHz positions) of the file, zeros past its end."""
+        import math
+
+        import soundfile
+
+        scale = self.sampling_rate / SAMPLING_RATE
+        margin = 0 if scale == 1 else 256  # the resampler's filter sees past both ends
+        step = self.sampling_rate // math.gcd(self.sampling_rate, SAMPLING_RATE)  # frames on the 16-kHz grid
+        first = max(0, (int(start * scale) - margin) // step * step)
+        try:
+            with open(self.path, "rb") as handle, soundfile.SoundFile(handle) as reader:
+                reader.seek(min(first, self.frames))
+                samples = reader.read(int(np.ceil(end * scale)) + margin - first, "float32", always_2d=True)
+        except Exception as error:  # noqa: BLE001
+            raise self._error(error) from error
+        mono = self._mono(samples) if len(samples) else np.zeros(0, dtype=np.float32)
+        if scale != 1:
+            import soxr
+
+            mono = soxr.resample(mono, self.sampling_rate, SAMPLING_RATE, quality="HQ").astype(np.float32)
+        offset = start - first * SAMPLING_RATE // self.sampling_rate
+        stretch = mono[offset : offset + end - start]
+        return np.pad(stretch, (0, end - start - len(stretch)))
+
+    def whole(self) -> np.ndarray:
+        return load_audio(self.path)

@@ -1,93 +1,124 @@
-"""Batched long form: Silero VAD finds each clip's speech, the speech is cut at pauses into pieces of at most 30 s,
-and the pieces of every clip are decoded together as short clips; each clip's text, segments and words are then put
-back together in the clip's own time. Each piece's result is the model's own output for that piece; what is not
-speech (silence, noise) is never decoded, so it gives no words."""
+"""Batched long form: Silero VAD finds each clip's stretches of speech (``voice_activity``), consecutive stretches are
+joined into pieces of at most 30 s with the longer pauses between them left out, and the pieces of every clip are
+decoded together as short clips, a batch at a time; each clip's text, segments and words are then put back
+together in the clip's own time. Each piece's result is the model's own output for that piece; what is not speech
+(silence, noise) is never decoded, so it gives no words. A file is read stretch by stretch: memory follows the
+batch, not the file."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from bisect import bisect_left, bisect_right
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from functools import lru_cache
+from itertools import accumulate
 from typing import Any
 
 import numpy as np
 
-from seq2spec.whisper.audio import SAMPLING_RATE
+from seq2spec.whisper.audio import SAMPLING_RATE, AudioFile
+from seq2spec.whisper.voice_activity import Stretch, load_detector, speech_spans
+
+__all__ = ["LONG_FORMS", "PIECE_SAMPLES", "Piece", "load_detector", "pack_spans", "speech_pieces"]
 
 LONG_FORMS = ("sequential", "batched")
 PIECE_SAMPLES = 30 * SAMPLING_RATE  # Whisper's window
-# a stretch of speech longer than this is split by the detector (at its longest pause if it has one); its padding
-# on both sides still fits the window
-LONGEST_SPEECH_SECONDS = 29.0
+# with timestamps asked for, a longer pause ends a piece: Whisper may write one segment over the speech on both sides
+# of a pause it never heard, and such a segment should not run across a long silence (text alone packs tighter)
+LONGEST_JOINED_PAUSE = 3 * SAMPLING_RATE
+Clip = np.ndarray | AudioFile
+# decode(pieces' samples) -> one result per piece, in order
+DecodeFn = Callable[[list[np.ndarray]], list[Any]]
 
 
 @dataclass(frozen=True)
 class Piece:
-    """Samples ``start:end`` of clip ``clip``."""
+    """Stretches ``stretches`` (in order) of clip ``clip``, decoded as one clip made of them one after another."""
 
     clip: int
-    start: int
-    end: int
+    stretches: tuple[Stretch, ...]
+
+    def __len__(self) -> int:
+        return sum(len(stretch) for stretch in self.stretches)
+
+    def samples(self, clip: Clip) -> np.ndarray:
+        parts = [clip[s.start : s.end] if isinstance(clip, np.ndarray) else clip.read(s.start, s.end)
+                 for s in self.stretches]  # fmt: skip
+        return np.concatenate(parts).astype(np.float32, copy=False)
+
+    def _stretch_at(self, seconds: float, is_end: bool) -> tuple[int, float]:
+        offsets = list(accumulate((len(stretch) for stretch in self.stretches), initial=0))
+        at = min(max(seconds * SAMPLING_RATE, 0.0), offsets[-1])
+        index = (bisect_left(offsets, at) if is_end else bisect_right(offsets, at)) - 1
+        index = min(max(index, 0), len(self.stretches) - 1)
+        return index, self.stretches[index].start + at - offsets[index]
+
+    def clip_time(self, seconds: float, is_end: bool = False) -> float:
+        """The clip's time of a time in the piece, within the speech of its stretch: a time in a stretch's margin
+        moves to where the detector heard speech begin or end; an end that falls where two stretches meet
+        belongs to the first, a start to the second; times past the piece's end belong to its last stretch."""
+        index, sample = self._stretch_at(seconds, is_end)
+        stretch = self.stretches[index]
+        return min(max(sample, stretch.speech_start), stretch.speech_end) / SAMPLING_RATE
+
+    def word_end(self, start: float, end: float) -> float:
+        """The clip's time of a word's end: a word ends in the stretch it starts in (Whisper's alignment ends a
+        word where the next begins, which may lie past a pause left out of the piece)."""
+        first, _ = self._stretch_at(start, is_end=False)
+        if self._stretch_at(end, is_end=True)[0] > first:
+            return self.stretches[first].speech_end / SAMPLING_RATE
+        return self.clip_time(end, is_end=True)
 
 
-@lru_cache(maxsize=1)
-def load_detector():
-    """Silero VAD's model, loaded once (ImportError naming the extra without it). Importing Silero sets torch to one
-    thread for the whole process: the count is put back, so the decoding keeps its own."""
-    import torch  # here: the commands import this module for LONG_FORMS, and their --help stays light
-
-    threads = torch.get_num_threads()
-    try:
-        from silero_vad import load_silero_vad
-
-        return load_silero_vad()
-    except ImportError:
-        raise ImportError('long_form="batched" needs Silero VAD: pip install "seq2spec[whisper]"') from None
-    finally:
-        torch.set_num_threads(threads)
-
-
-def speech_spans(samples: np.ndarray) -> list[tuple[int, int]]:
-    """``(start, end)`` samples of each stretch of speech in 16-kHz ``samples`` (none for silence or noise), each
-    shorter than ``LONGEST_SPEECH_SECONDS`` plus Silero's padding."""
-    import torch
-
-    detector = load_detector()  # first: without Silero it says what to install
-    from silero_vad import get_speech_timestamps
-
-    with torch.inference_mode():
-        found = get_speech_timestamps(
-            torch.from_numpy(np.ascontiguousarray(samples, dtype=np.float32)),
-            detector,
-            sampling_rate=SAMPLING_RATE,
-            max_speech_duration_s=LONGEST_SPEECH_SECONDS,
-        )
-    return [(max(0, span["start"]), min(len(samples), span["end"])) for span in found]
+def pack_spans(
+    stretches: list[Stretch], limit: int = PIECE_SAMPLES, longest_pause: int | None = None
+) -> list[tuple[Stretch, ...]]:
+    """Consecutive ``stretches`` joined, in order, into groups holding at most ``limit`` samples of them, a pause
+    longer than ``longest_pause`` samples (if given) ending a group; none is split (one longer than ``limit`` is cut
+    into parts that fit)."""
+    groups: list[list[Stretch]] = []
+    held = limit  # samples in the last group
+    for stretch in stretches:
+        if groups and longest_pause is not None and stretch.speech_start - groups[-1][-1].speech_end > longest_pause:
+            held = limit
+        for start in range(stretch.start, stretch.end, limit):
+            end = min(stretch.end, start + limit)
+            part = Stretch(start, end, min(max(stretch.speech_start, start), end),
+                           max(min(stretch.speech_end, end), start))  # fmt: skip
+            if held + len(part) > limit:
+                groups.append([])
+                held = 0
+            groups[-1].append(part)
+            held += len(part)
+    return [tuple(group) for group in groups]
 
 
-def cut_pieces(spans: list[tuple[int, int]], limit: int = PIECE_SAMPLES) -> list[tuple[int, int]]:
-    """Consecutive ``spans`` joined into pieces of at most ``limit`` samples, each cut in a pause: a piece runs from
-    its first span's start to its last span's end, and no span is split."""
-    pieces: list[tuple[int, int]] = []
-    for start, end in spans:
-        if pieces and end - pieces[-1][0] <= limit:
-            pieces[-1] = (pieces[-1][0], end)
-        else:
-            pieces.append((start, end))
-    return pieces
+def blocks_of(clip: Clip) -> Iterator[np.ndarray] | np.ndarray:
+    return clip if isinstance(clip, np.ndarray) else clip.blocks()
 
 
-def _shifted(items: list[dict[str, Any]], seconds: float) -> list[dict[str, Any]]:
-    return [
-        {key: round(value + seconds, 2) if key in ("start", "end") and value is not None else value
-         for key, value in item.items()}
-        for item in items
-    ]  # fmt: skip
+def speech_pieces(clip: Clip, index: int = 0, timed: bool = False) -> list[Piece]:
+    """The pieces of ``clip``'s speech, in order; ``timed`` (timestamps asked for): a long pause ends a piece."""
+    longest_pause = LONGEST_JOINED_PAUSE if timed else None
+    return [Piece(index, group) for group in pack_spans(speech_spans(blocks_of(clip)), longest_pause=longest_pause)]
 
 
-def joined(results: list[Any], starts: list[float], keys: tuple[str, ...] | None) -> Any:
-    """One clip's result from its pieces' results (in order) and their start times in seconds: the text, or with
-    ``keys`` (``"segments"``, ``"words"``) a dict holding them in the clip's time."""
+def _in_clip_time(items: list[dict[str, Any]], piece: Piece, words: bool) -> list[dict[str, Any]]:
+    placed = []
+    for item in items:
+        item = dict(item)
+        start, end = item.get("start"), item.get("end")
+        if start is not None:
+            item["start"] = round(piece.clip_time(start), 2)
+        if end is not None:
+            item["end"] = round(piece.word_end(start, end) if words and start is not None
+                                else piece.clip_time(end, is_end=True), 2)  # fmt: skip
+        placed.append(item)
+    return placed
+
+
+def joined(results: list[Any], pieces: list[Piece], keys: tuple[str, ...] | None) -> Any:
+    """One clip's result from its pieces' results (in order): the text, or with ``keys`` (``"segments"``,
+    ``"words"``) a dict holding them in the clip's time."""
     texts = [(result["text"] if isinstance(result, dict) else result).strip() for result in results]
     text = " ".join(text for text in texts if text)
     if keys is None:
@@ -95,21 +126,50 @@ def joined(results: list[Any], starts: list[float], keys: tuple[str, ...] | None
     whole: dict[str, Any] = {"text": text}
     for key in keys:
         whole[key] = [
-            item for result, start in zip(results, starts, strict=True) for item in _shifted(result[key], start)
+            item
+            for result, piece in zip(results, pieces, strict=True)
+            for item in _in_clip_time(result[key], piece, words=key == "words")
         ]
     return whole
 
 
 def transcribe_in_pieces(
-    clips: list[np.ndarray], decode: Callable[[list[np.ndarray]], list[Any]], keys: tuple[str, ...] | None
+    clips: list[Clip],
+    decode: DecodeFn,
+    keys: tuple[str, ...] | None,
+    batch_size: int,
+    report: Callable[[float], None] = lambda seconds: None,
 ) -> list[Any]:
-    """Each clip's result (see ``joined``) from ``decode`` of the speech pieces of all clips together."""
-    pieces = [Piece(index, *cut) for index, clip in enumerate(clips) for cut in cut_pieces(speech_spans(clip))]
-    results = decode([clips[piece.clip][piece.start : piece.end] for piece in pieces]) if pieces else []
-    by_clip: list[list[tuple[Piece, Any]]] = [[] for _ in clips]
-    for piece, result in zip(pieces, results, strict=True):
-        by_clip[piece.clip].append((piece, result))
-    return [
-        joined([result for _, result in found], [piece.start / SAMPLING_RATE for piece, _ in found], keys)
-        for found in by_clip
-    ]
+    """Each clip's result (see ``joined``) from ``decode`` of the speech pieces of all clips, longest first,
+    ``batch_size`` at a time (only those pieces' samples are held). ``report`` is called with the seconds of audio
+    each batch covers, and with those of the rest (left out as not speech) at the end."""
+    pieces = [piece for index, clip in enumerate(clips) for piece in speech_pieces(clip, index, timed=bool(keys))]
+    order = sorted(range(len(pieces)), key=lambda i: -len(pieces[i]))
+    results: list[Any] = [None] * len(pieces)
+    for start in range(0, len(order), batch_size):
+        chosen = order[start : start + batch_size]
+        decoded = decode([pieces[i].samples(clips[pieces[i].clip]) for i in chosen])
+        for i, result in zip(chosen, decoded, strict=True):
+            results[i] = result
+        report(sum(len(pieces[i]) for i in chosen) / SAMPLING_RATE)
+    report((sum(len(clip) for clip in clips) - sum(len(piece) for piece in pieces)) / SAMPLING_RATE)
+    by_clip: list[list[int]] = [[] for _ in clips]
+    for i, piece in enumerate(pieces):
+        by_clip[piece.clip].append(i)
+    return [joined([results[i] for i in found], [pieces[i] for i in found], keys) for found in by_clip]
+
+
+def transcribe_speech_only(
+    clips: list[Clip],
+    decode: DecodeFn,
+    keys: tuple[str, ...] | None,
+    report: Callable[[float], None] = lambda seconds: None,
+) -> list[Any]:
+    """Each clip's result (see ``joined``) from ``decode`` of its speech alone: all its stretches one after another,
+    what lies between them left out, decoded as one recording (``decode`` reports its own progress). ``report`` is
+    called with the seconds left out, at the end."""
+    pieces = [Piece(index, tuple(speech_spans(blocks_of(clip)))) for index, clip in enumerate(clips)]
+    spoken = [piece for piece in pieces if piece.stretches]
+    decoded = iter(decode([piece.samples(clips[piece.clip]) for piece in spoken]) if spoken else [])
+    report((sum(len(clip) for clip in clips) - sum(len(piece) for piece in pieces)) / SAMPLING_RATE)
+    return [joined([next(decoded)], [piece], keys) if piece.stretches else joined([], [], keys) for piece in pieces]

@@ -13,8 +13,8 @@ from typing import Any
 import numpy as np
 import torch
 
-from seq2spec.whisper.audio import SAMPLING_RATE, AudioError, load_audio, to_mono_16k
-from seq2spec.whisper.speech import LONG_FORMS, transcribe_in_pieces
+from seq2spec.whisper.audio import SAMPLING_RATE, AudioError, AudioFile, load_audio, to_mono_16k
+from seq2spec.whisper.speech import LONG_FORMS, Clip, transcribe_in_pieces, transcribe_speech_only
 
 # generate(input_features, attention_mask or None, **whisper generate arguments) -> token ids
 GenerateFn = Callable[..., torch.Tensor]
@@ -71,11 +71,12 @@ class WhisperDecoding:
         return arguments
 
 
-def prepare_clips(audio: Any, sampling_rate: int | None) -> tuple[list[np.ndarray], bool]:
+def prepare_clips(audio: Any, sampling_rate: int | None, lazy: bool = False) -> tuple[list[Clip], bool]:
     """``(clips as float32 mono 16 kHz, whether a single input was given)`` from a path, an array or a list of them.
 
     Arrays (numpy or torch, ``[frames]`` or ``[frames, channels]``) need their ``sampling_rate``: integer samples
-    are scaled by their type, float samples must lie in [-1, 1]; files are read with soundfile.
+    are scaled by their type, float samples must lie in [-1, 1]; files are read with soundfile, whole, or with
+    ``lazy`` as ``AudioFile``s read where needed (their headers checked now).
     """
     from pathlib import Path
 
@@ -83,7 +84,10 @@ def prepare_clips(audio: Any, sampling_rate: int | None) -> tuple[list[np.ndarra
     clips = []
     for index, item in enumerate([audio] if single else audio):
         if isinstance(item, (str, Path)):
-            clips.append(load_audio(item))
+            clips.append(AudioFile(item) if lazy else load_audio(item))
+            continue
+        if isinstance(item, AudioFile):
+            clips.append(item if lazy else item.whole())
             continue
         if isinstance(item, torch.Tensor):
             item = item.detach().cpu()
@@ -102,7 +106,7 @@ def prepare_clips(audio: Any, sampling_rate: int | None) -> tuple[list[np.ndarra
 
 
 def transcribe_clips(
-    clips: list[np.ndarray],
+    clips: list[Clip],
     processor,
     generate: GenerateFn,
     *,
@@ -116,8 +120,10 @@ def transcribe_clips(
     decoding: WhisperDecoding | None = None,
     word_timestamps: bool = False,
     long_form: str = "sequential",
+    vad: bool = False,
 ) -> list[Any]:
-    """Text per clip (16 kHz mono float32), or ``{"text", "segments"}`` with ``return_timestamps``, in input order.
+    """Text per clip (16 kHz mono float32, or an ``AudioFile``), or ``{"text", "segments"}`` with
+    ``return_timestamps``, in input order.
 
     Clips are sorted by length into batches; a batch holding a clip longer than 30 s is decoded long-form
     (unpadded features with an attention mask, timestamps on, as Whisper's long-form generation requires).
@@ -125,37 +131,35 @@ def transcribe_clips(
     window by window within long files. ``decoding``: fallback, previous-text conditioning and prompt choices.
     ``word_timestamps``: each result also holds ``"words"``, ``[{"word", "start", "end"}]``, timed by Whisper's
     cross-attention alignment (``return_token_timestamps``). ``long_form="batched"``: each clip's speech is found
-    and cut into pieces of at most 30 s, and the pieces of all clips are decoded as short clips in batches of
-    ``batch_size`` (``seq2spec.whisper.speech``); what is not speech gives no words.
+    and joined into pieces of at most 30 s, and the pieces of all clips are decoded as short clips in batches of
+    ``batch_size`` (``seq2spec.whisper.speech``); what is not speech gives no words. ``vad`` (sequential long
+    form): each clip's speech is found and decoded alone, what lies between its stretches left out.
     """
     if long_form not in LONG_FORMS:
         raise ValueError(f"long_form must be one of {', '.join(LONG_FORMS)}, got {long_form!r}")
-    if long_form == "batched":
-        keys = ("segments",) * return_timestamps + ("words",) * word_timestamps
-        arguments = dict(multilingual=multilingual, language=language, task=task, return_timestamps=return_timestamps,
-                         batch_size=batch_size, max_new_tokens=max_new_tokens, progress=progress, decoding=decoding,
-                         word_timestamps=word_timestamps)  # fmt: skip
-        decode_pieces = lambda pieces: transcribe_clips(pieces, processor, generate, **arguments)  # noqa: E731
-        return transcribe_in_pieces(clips, decode_pieces, keys or None)
     options: dict[str, Any] = (decoding or WhisperDecoding()).generate_arguments(processor)
     if multilingual:
         options.update(language=language, task=task)
     elif language not in (None, "en", "english", "<|en|>") or task != "transcribe":
         raise ValueError("this Whisper model is English-only: it takes no language or task")
+    report, bar = _reporter(progress, sum(len(c) for c in clips) / SAMPLING_RATE)
+    if long_form == "batched" or vad:
+        keys = ("segments",) * return_timestamps + ("words",) * word_timestamps
+        arguments = dict(multilingual=multilingual, language=language, task=task, return_timestamps=return_timestamps,
+                         batch_size=batch_size, max_new_tokens=max_new_tokens, decoding=decoding,
+                         word_timestamps=word_timestamps)  # fmt: skip
+        if long_form == "batched":
+            decode_pieces = lambda pieces: transcribe_clips(pieces, processor, generate, **arguments)  # noqa: E731
+            joined = transcribe_in_pieces(clips, decode_pieces, keys or None, batch_size, report)
+        else:
+            decode_speech = lambda speech: transcribe_clips(speech, processor, generate, progress=report, **arguments)  # noqa: E731
+            joined = transcribe_speech_only(clips, decode_speech, keys or None, report)
+        if bar is not None:
+            bar.close()
+        return [clipped_to(result, len(clip) / SAMPLING_RATE) for result, clip in zip(joined, clips, strict=True)]
+    clips = [clip if isinstance(clip, np.ndarray) else clip.whole() for clip in clips]
     order = sorted(range(len(clips)), key=lambda i: len(clips[i]))
     results: list[Any] = [None] * len(clips)
-    bar = None
-    if progress is True:
-        import sys
-
-        from tqdm import tqdm
-
-        from seq2spec.whisper.progress import AudioProgress
-
-        bar = tqdm(total=round(sum(len(c) for c in clips) / SAMPLING_RATE, 1), unit="s", desc="audio", file=sys.stderr)
-        report = AudioProgress(bar).add
-    else:
-        report = progress or (lambda seconds: None)
     for start in range(0, len(order), batch_size):
         chunk = order[start : start + batch_size]
         batch = [clips[i] for i in chunk]
@@ -194,6 +198,20 @@ def transcribe_clips(
     if bar is not None:
         bar.close()
     return results
+
+
+def _reporter(progress: bool | Callable[[float], None], total_seconds: float):
+    """``(report(seconds), tqdm bar or None)`` for ``progress``: True shows a bar over ``total_seconds``."""
+    if progress is not True:
+        return progress or (lambda seconds: None), None
+    import sys
+
+    from tqdm import tqdm
+
+    from seq2spec.whisper.progress import AudioProgress
+
+    bar = tqdm(total=round(total_seconds, 1), unit="s", desc="audio", file=sys.stderr)
+    return AudioProgress(bar).add, bar
 
 
 class _WindowProgress:

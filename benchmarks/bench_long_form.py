@@ -19,6 +19,9 @@ reference is its transcript repeated. Systems:
     python benchmarks/bench_long_form.py --copies 7          # about 11 minutes of audio
     python benchmarks/bench_long_form.py --copies 39 --systems "greedy sequential" "seq2spec batched b16"
     python benchmarks/bench_long_form.py --sample natural_long_form.wav --copies 3 --name long_form_natural_cpu
+    python benchmarks/bench_long_form.py --device cuda --dtype float16 --name long_form_cuda   # the GPU list
+
+On CUDA the times are device-synchronised and each row also records torch's peak GPU memory (``peak_gpu_mb``).
 """
 
 from __future__ import annotations
@@ -47,7 +50,6 @@ SYSTEMS = [
     "seq2spec batched b4",
     "seq2spec batched b8",
     "seq2spec batched b16",
-    "seq2spec batched b32",
     "seq2spec int8 sequential",
     "seq2spec int8 batched b4",
     "seq2spec int8 batched b8",
@@ -56,8 +58,13 @@ SYSTEMS = [
     "faster-whisper batched float32 b8",
     "faster-whisper batched int8 b16",
     "faster-whisper batched float32 b16",
+    "seq2spec batched b32",
+    "faster-whisper batched float16 b8",
+    "faster-whisper batched float16 b16",
+    "faster-whisper batched float16 b32",
     "hf chunked pipeline b8",
     "hf chunked pipeline b16",
+    "hf chunked pipeline b32",
 ]
 # on a CPU (the GPU list adds the larger batches and the chunked pipeline, which took 300 s for 93 s of audio on
 # this 2-core CPU)
@@ -77,6 +84,15 @@ CPU_SYSTEMS = [
 ]
 
 
+# on a GPU (--device cuda --dtype float16): the issue's comparison at the same batch sizes
+GPU_SYSTEMS = [
+    "greedy sequential",
+    "seq2spec sequential",
+    *(f"{system} b{batch}" for batch in (8, 16, 32)
+      for system in ("seq2spec batched", "faster-whisper batched float16", "hf chunked pipeline")),
+]  # fmt: skip
+
+
 def make_file(copies: int, folder: Path, sample: Path = SAMPLE) -> Path:
     samples, rate = soundfile.read(sample, dtype="int16")
     path = folder / f"{sample.stem}_{copies}x.wav"
@@ -88,9 +104,13 @@ def batch_of(system: str) -> int:
     return int(system.rsplit(" b", 1)[1]) if " b" in system and system.rsplit(" b", 1)[1].isdigit() else 1
 
 
-def run_system(system: str, path: Path) -> dict:
-    """The child: load, transcribe ``path`` once, report seconds and text."""
+def run_system(system: str, path: Path, device: str = "cpu", dtype_name: str = "float32") -> dict:
+    """The child: load, transcribe ``path`` once on ``device`` (float systems in ``dtype_name``), report seconds,
+    text and peak memory."""
     import torch
+
+    dtype = getattr(torch, dtype_name)
+    synchronize = torch.cuda.synchronize if device.startswith("cuda") else lambda: None
 
     sys.path.insert(0, str(HERE))
     from bench_asr import LANGUAGE, ChunkedPipeline, ct2_base_dir
@@ -107,7 +127,7 @@ def run_system(system: str, path: Path) -> dict:
         from faster_whisper import BatchedInferencePipeline, WhisperModel
 
         compute_type = system.split()[2]
-        model = WhisperModel(str(ct2_base_dir()), device="cpu", compute_type=compute_type,
+        model = WhisperModel(str(ct2_base_dir()), device=device.split(":")[0], compute_type=compute_type,
                              cpu_threads=torch.get_num_threads())  # fmt: skip
         pipeline = BatchedInferencePipeline(model)
 
@@ -118,13 +138,13 @@ def run_system(system: str, path: Path) -> dict:
             )  # fmt: skip
             return " ".join(segment.text.strip() for segment in segments)
     elif system.startswith("hf chunked"):
-        big, processor = load_whisper_base()
+        big, processor = load_whisper_base(device=device, dtype=dtype)
         pipe = ChunkedPipeline(big, processor, batch)
 
         def transcribe() -> str:
             return pipe([audio])[0]
     elif system == "greedy sequential":
-        big, processor = load_whisper_base()
+        big, processor = load_whisper_base(device=device, dtype=dtype)
         features = processor.feature_extractor(
             audio, sampling_rate=16000, return_tensors="pt", truncation=False, padding="longest",
             return_attention_mask=True,
@@ -133,13 +153,14 @@ def run_system(system: str, path: Path) -> dict:
         def transcribe() -> str:
             with torch.inference_mode():
                 ids = big.generate(
-                    features["input_features"], attention_mask=features["attention_mask"], return_timestamps=True,
-                    **LANGUAGE,
+                    features["input_features"].to(device, dtype), attention_mask=features["attention_mask"].to(device),
+                    return_timestamps=True, **LANGUAGE,
                 )  # fmt: skip
             return processor.batch_decode(ids, skip_special_tokens=True)[0].strip()
     else:
-        dtype = "int8" if " int8 " in system else None
-        speculator = Seq2SeqSpeculator(*load_whisper_base_pair(dtype=dtype))
+        speculator = Seq2SeqSpeculator(
+            *load_whisper_base_pair(device=device, dtype="int8" if " int8 " in system else dtype)
+        )
         long_form = "batched" if "batched" in system else "sequential"
 
         source = str(path) if batched else audio
@@ -148,18 +169,24 @@ def run_system(system: str, path: Path) -> dict:
             return speculator.transcribe(source, sampling_rate=16000, long_form=long_form, batch_size=batch,
                                          vad=system.endswith(" vad"), **LANGUAGE)  # fmt: skip
 
+    synchronize()
     started = time.perf_counter()
     text = transcribe()
+    synchronize()
     seconds = time.perf_counter() - started
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    return {"system": system, "seconds": seconds, "text": text, "peak_mb": peak, "audio_seconds": audio_seconds}
+    row = {"system": system, "seconds": seconds, "text": text, "peak_mb": peak, "audio_seconds": audio_seconds}
+    if device.startswith("cuda"):
+        row["peak_gpu_mb"] = torch.cuda.max_memory_allocated() / 2**20  # torch's own (faster-whisper's is not seen)
+    return row
 
 
 def markdown(record: dict) -> str:
     rows = [
         f"{record['audio_seconds'] / 60:.1f} min of audio ({record['copies']} copies of "
         f"{record.get('sample', 'long_form.wav')}), "
-        f"{record['threads']} CPU threads, {record['machine']}",
+        f"{record['threads']} CPU threads, {record['machine']}"
+        + (f", {record['device']} in {record['dtype']}" if record.get("device", "cpu") != "cpu" else ""),
         "",
         "| system | seconds | real-time factor | speedup vs greedy sequential | WER | peak MB |",
         "|---|---:|---:|---:|---:|---:|",
@@ -182,7 +209,10 @@ def main(argv: list[str] | None = None) -> int:
         help="the recording to repeat (default: long_form.wav, 93 s); its transcript is in references.tsv beside it "
         "or in a .txt of the same name",
     )  # fmt: skip
-    parser.add_argument("--systems", nargs="+", default=CPU_SYSTEMS, choices=SYSTEMS)
+    parser.add_argument("--systems", nargs="+", choices=SYSTEMS, help="default: the CPU list, or on CUDA the GPU list")
+    parser.add_argument("--device", default="cpu", help="cpu or cuda (default: cpu)")
+    parser.add_argument("--dtype", default="float32", choices=["float32", "float16", "bfloat16"],
+                        help="of the float systems (default: float32)")  # fmt: skip
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--out", type=Path, default=HERE / "results")
     parser.add_argument("--name", default="long_form_cpu")
@@ -192,8 +222,9 @@ def main(argv: list[str] | None = None) -> int:
         import torch
 
         torch.set_num_threads(args.threads)
-        print(json.dumps(run_system(args.child[0], Path(args.child[1]))))
+        print(json.dumps(run_system(args.child[0], Path(args.child[1]), args.device, args.dtype)))
         return 0
+    systems = args.systems or (GPU_SYSTEMS if args.device.startswith("cuda") else CPU_SYSTEMS)
 
     sys.path.insert(0, str(HERE))
     from bench_asr import reference_text, word_error_rate
@@ -204,13 +235,15 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"{args.sample}: no transcript (a .txt beside it, or a line in references.tsv)")
     reference = " ".join([one] * args.copies)
     args.out.mkdir(parents=True, exist_ok=True)
-    record = {"copies": args.copies, "sample": args.sample.name, "threads": args.threads,
+    record = {"copies": args.copies, "sample": args.sample.name, "threads": args.threads, "device": args.device,
+              "dtype": args.dtype,
               "machine": platform.processor() or platform.machine(), "rows": {}}  # fmt: skip
     environment = {**os.environ, "OMP_NUM_THREADS": str(args.threads)}
     with tempfile.TemporaryDirectory() as folder:
         path = make_file(args.copies, Path(folder), args.sample)
-        for system in args.systems:
-            command = [sys.executable, __file__, "--child", system, str(path), "--threads", str(args.threads)]
+        for system in systems:
+            command = [sys.executable, __file__, "--child", system, str(path), "--threads", str(args.threads),
+                       "--device", args.device, "--dtype", args.dtype]  # fmt: skip
             done = subprocess.run(command, env=environment, capture_output=True, text=True)
             if done.returncode != 0:
                 print(f"{system} failed:\n{done.stderr[-3000:]}", file=sys.stderr)

@@ -112,6 +112,9 @@ def test_formats_and_timestamps(toy_whisper_dirs, audio_folder, tmp_path):
     assert srt.startswith("1\n00:00:")
     vtt = render({"text": "hi", "duration": 1.5}, "vtt")
     assert vtt == "WEBVTT\n\n00:00:00.000 --> 00:00:01.500\nhi\n"
+    silent = {"text": "", "duration": 60.0, "segments": []}  # nothing said: no cue, not an empty one
+    assert render(silent, "srt") == "" and render(silent, "vtt") == "WEBVTT\n\n" and render(silent, "txt") == "\n"
+    assert render({"text": "", "duration": 3.0}, "srt") == ""
 
 
 def test_missing_input_is_an_error(tmp_path, capsys):

@@ -74,7 +74,8 @@ def render(record: dict[str, Any], fmt: str) -> str:
     """A transcript record as plain text, SubRip or WebVTT (one cue per word when the record has words)."""
     if fmt == "txt":
         return record["text"] + "\n"
-    segments = record.get("segments") or [{"start": 0.0, "end": record.get("duration", 0.0), "text": record["text"]}]
+    whole = [{"start": 0.0, "end": record.get("duration", 0.0), "text": record["text"]}] if record["text"] else []
+    segments = record.get("segments") or whole  # nothing said (silence, noise): no cue
     if record.get("words"):
         segments = [{"start": w["start"], "end": w["end"], "text": w["word"]} for w in record["words"]]
     separator = "," if fmt == "srt" else "."

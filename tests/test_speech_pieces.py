@@ -18,7 +18,14 @@ from seq2spec import Seq2SeqSpeculator
 from seq2spec.commands.main import main
 from seq2spec.whisper import transcription
 from seq2spec.whisper.audio import SAMPLING_RATE, AudioFile, load_audio
-from seq2spec.whisper.speech import LONGEST_JOINED_PAUSE, PIECE_SAMPLES, Piece, pack_spans, speech_pieces
+from seq2spec.whisper.speech import (
+    LONGEST_JOINED_PAUSE,
+    PIECE_SAMPLES,
+    READ_ACROSS,
+    Piece,
+    pack_stretches,
+    speech_pieces,
+)
 from seq2spec.whisper.voice_activity import (
     SPEECH_PAD_MS,
     SpeechScorer,
@@ -66,7 +73,7 @@ def test_pieces_hold_whole_stretches_of_speech_within_a_window():
             stretches.append(Stretch(at, at + length, at + 100, at + length - 100))
             at += length + rng.randint(0, 200_000)
         for longest_pause in (None, LONGEST_JOINED_PAUSE):
-            groups = pack_spans(stretches, longest_pause=longest_pause)
+            groups = pack_stretches(stretches, longest_pause=longest_pause)
             assert all(sum(len(stretch) for stretch in group) <= PIECE_SAMPLES for group in groups)
             assert [stretch for group in groups for stretch in group] == stretches  # each whole, once, in order
             for group, after in zip(groups, groups[1:], strict=False):  # closed when full or at a long pause
@@ -75,7 +82,7 @@ def test_pieces_hold_whole_stretches_of_speech_within_a_window():
                 pauses = [b.speech_start - a.speech_end for a, b in zip(group, group[1:], strict=False)]
                 assert longest_pause is None or all(pause <= longest_pause for pause in pauses)
     long = 2 * PIECE_SAMPLES + 5
-    assert pack_spans([Stretch(0, long, 10, long - 10)]) == [
+    assert pack_stretches([Stretch(0, long, 10, long - 10)]) == [
         (Stretch(0, PIECE_SAMPLES, 10, PIECE_SAMPLES),), (Stretch(PIECE_SAMPLES, 2 * PIECE_SAMPLES, PIECE_SAMPLES,
          2 * PIECE_SAMPLES - 5),), (Stretch(2 * PIECE_SAMPLES, long, 2 * PIECE_SAMPLES, 2 * PIECE_SAMPLES),)
     ]  # fmt: skip
@@ -120,7 +127,7 @@ def test_the_fast_scorer_gives_silero_s_own_probabilities_block_by_block():
 
 
 def test_a_file_is_read_stretch_by_stretch_as_it_is_read_whole(tmp_path):
-    audio = np.concatenate([speech(2), silence(0.7), speech(8)])
+    audio = np.concatenate([speech(2), silence(0.7), speech(8), silence(11.0), speech(3)])
     for rate in (SAMPLING_RATE, 44_100):
         path = tmp_path / f"clip_{rate}.wav"
         import soxr
@@ -139,6 +146,11 @@ def test_a_file_is_read_stretch_by_stretch_as_it_is_read_whole(tmp_path):
             inside = whole[start:end]
             assert np.abs(stretch[: len(inside)] - inside).max() < (1e-6 if rate == SAMPLING_RATE else 2e-3)
             assert not stretch[len(inside) :].any()  # zeros past the end
+        far = len(whole) - 2_000  # read apart from the first two, which are read as one region
+        piece = Piece(0, (Stretch(100, 9_000, 100, 9_000), Stretch(12_000, 30_000, 12_000, 30_000),
+                          Stretch(far, len(whole), far, len(whole))))  # fmt: skip
+        assert len(piece.samples(lazy)) == len(piece) and far - 30_000 > READ_ACROSS
+        assert np.abs(piece.samples(lazy) - piece.samples(whole)).max() < (1e-6 if rate == SAMPLING_RATE else 2e-3)
 
 
 def test_a_file_path_is_never_loaded_whole_in_the_batched_long_form(toy_speculator, tmp_path, monkeypatch):

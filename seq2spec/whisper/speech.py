@@ -18,7 +18,7 @@ import numpy as np
 from seq2spec.whisper.audio import SAMPLING_RATE, AudioFile
 from seq2spec.whisper.voice_activity import Stretch, load_detector, speech_spans
 
-__all__ = ["LONG_FORMS", "PIECE_SAMPLES", "Piece", "load_detector", "pack_spans", "speech_pieces"]
+__all__ = ["LONG_FORMS", "PIECE_SAMPLES", "Piece", "load_detector", "pack_stretches", "speech_pieces"]
 
 LONG_FORMS = ("sequential", "batched")
 PIECE_SAMPLES = 30 * SAMPLING_RATE  # Whisper's window
@@ -26,6 +26,7 @@ PIECE_SAMPLES = 30 * SAMPLING_RATE  # Whisper's window
 # of a pause it never heard, and such a segment should not run across a long silence (text alone packs tighter)
 LONGEST_JOINED_PAUSE = 3 * SAMPLING_RATE
 Clip = np.ndarray | AudioFile
+READ_ACROSS = 10 * SAMPLING_RATE  # a file's stretches closer than this are read as one region
 # decode(pieces' samples) -> one result per piece, in order
 DecodeFn = Callable[[list[np.ndarray]], list[Any]]
 
@@ -41,9 +42,20 @@ class Piece:
         return sum(len(stretch) for stretch in self.stretches)
 
     def samples(self, clip: Clip) -> np.ndarray:
-        parts = [clip[s.start : s.end] if isinstance(clip, np.ndarray) else clip.read(s.start, s.end)
-                 for s in self.stretches]  # fmt: skip
-        return np.concatenate(parts).astype(np.float32, copy=False)
+        """The piece's audio: its stretches of ``clip`` one after another (from a file, stretches close together
+        are read in one go)."""
+        if isinstance(clip, np.ndarray):
+            return np.concatenate([clip[s.start : s.end] for s in self.stretches]).astype(np.float32, copy=False)
+        parts: list[np.ndarray] = []
+        run: list[Stretch] = []
+        for stretch in (*self.stretches, None):
+            if run and (stretch is None or stretch.start - run[-1].end > READ_ACROSS):
+                region = clip.read(run[0].start, run[-1].end)
+                parts += [region[s.start - run[0].start : s.end - run[0].start] for s in run]
+                run = []
+            if stretch is not None:
+                run.append(stretch)
+        return np.concatenate(parts)
 
     def _stretch_at(self, seconds: float, is_end: bool) -> tuple[int, float]:
         offsets = list(accumulate((len(stretch) for stretch in self.stretches), initial=0))
@@ -69,7 +81,7 @@ class Piece:
         return self.clip_time(end, is_end=True)
 
 
-def pack_spans(
+def pack_stretches(
     stretches: list[Stretch], limit: int = PIECE_SAMPLES, longest_pause: int | None = None
 ) -> list[tuple[Stretch, ...]]:
     """Consecutive ``stretches`` joined, in order, into groups holding at most ``limit`` samples of them, a pause
@@ -99,7 +111,7 @@ def blocks_of(clip: Clip) -> Iterator[np.ndarray] | np.ndarray:
 def speech_pieces(clip: Clip, index: int = 0, timed: bool = False) -> list[Piece]:
     """The pieces of ``clip``'s speech, in order; ``timed`` (timestamps asked for): a long pause ends a piece."""
     longest_pause = LONGEST_JOINED_PAUSE if timed else None
-    return [Piece(index, group) for group in pack_spans(speech_spans(blocks_of(clip)), longest_pause=longest_pause)]
+    return [Piece(index, group) for group in pack_stretches(speech_spans(blocks_of(clip)), longest_pause=longest_pause)]
 
 
 def _in_clip_time(items: list[dict[str, Any]], piece: Piece, words: bool) -> list[dict[str, Any]]:

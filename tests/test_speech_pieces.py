@@ -190,12 +190,25 @@ def test_speech_is_found_in_the_file_s_time():
     assert all(any(low <= s.speech_start and s.speech_end <= high for low, high in regions) for s in found)
 
 
-def test_silence_and_noise_give_no_words(toy_speculator):
+def music(seconds: float) -> np.ndarray:
+    """A tune: random notes of a major scale over three octaves, four harmonics each, struck every quarter second."""
+    rng, out = np.random.default_rng(0), np.zeros(int(seconds * SAMPLING_RATE), dtype=np.float32)
+    t = np.arange(SAMPLING_RATE // 2) / SAMPLING_RATE
+    scale = [261.63, 293.66, 329.63, 349.23, 392.0, 440.0, 493.88]
+    for at in range(0, len(out), SAMPLING_RATE // 4):
+        pitch = scale[rng.integers(len(scale))] * rng.choice([0.5, 1, 2])
+        note = sum(np.sin(2 * np.pi * pitch * h * t) / h for h in (1, 2, 3, 4)) * np.exp(-4 * t)
+        out[at : at + len(note)] += 0.15 * note[: len(out) - at]
+    return np.clip(out, -1, 1)
+
+
+def test_silence_noise_and_music_give_no_words(toy_speculator):
     noise = np.clip(0.3 * np.random.default_rng(0).standard_normal(30 * SAMPLING_RATE), -1, 1).astype(np.float32)
+    quiet = [silence(60.0), noise, music(30.0)]
     arguments = dict(sampling_rate=SAMPLING_RATE, language="en", long_form="batched")
-    assert toy_speculator.transcribe([silence(60.0), noise], **arguments) == ["", ""]
-    timed = toy_speculator.transcribe([silence(60.0), noise], return_timestamps=True, word_timestamps=True, **arguments)
-    assert timed == [{"text": "", "segments": [], "words": []}] * 2
+    assert toy_speculator.transcribe(quiet, **arguments) == ["", "", ""]
+    timed = toy_speculator.transcribe(quiet, return_timestamps=True, word_timestamps=True, **arguments)
+    assert timed == [{"text": "", "segments": [], "words": []}] * 3
     sequential = toy_speculator.transcribe(noise, sampling_rate=SAMPLING_RATE, language="en")
     assert sequential  # the model writes words into noise when it reads it
 

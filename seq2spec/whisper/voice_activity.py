@@ -41,7 +41,7 @@ def load_detector():
 
         return load_silero_vad()
     except ImportError:
-        raise ImportError('long_form="batched" needs Silero VAD: pip install "seq2spec[whisper]"') from None
+        raise ImportError('long_form="batched" and vad need Silero VAD: pip install "seq2spec[whisper]"') from None
     finally:
         torch.set_num_threads(threads)
 

@@ -107,3 +107,16 @@ def test_models_outside_the_mirror_keep_transformers_forward(big):
     with torch.no_grad():
         big.model.decoder.layers[0].fc1.bias.add_(0.0)  # an in-place change: checked again
     assert forwards.for_model(big) is not first
+
+
+def test_the_mirror_builds_its_mask_under_either_cache_keyword(big, monkeypatch):
+    """transformers before 5.24 names create_causal_mask's cache ``past_key_values``: the mirror must still pass its
+    probe there (a keyword it does not take would make it stand aside, and the draft lose the big model's
+    cross-attention keys and values)."""
+    real = exact_whisper.create_causal_mask
+
+    def before_5_24(config, inputs_embeds, attention_mask, past_key_values, position_ids=None, **kwargs):
+        return real(config, inputs_embeds, attention_mask, past_key_values, position_ids=position_ids, **kwargs)
+
+    monkeypatch.setattr(exact_whisper, "create_causal_mask", before_5_24)
+    assert ExactWhisperForward.checked(big.eval()) is not None

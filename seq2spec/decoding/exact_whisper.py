@@ -130,9 +130,8 @@ class ExactWhisperForward:
             positions = F.embedding((position_ids[:1] - pad[:, None]).clamp(min=0), self.positions.weight)
             mask = (torch.arange(past + length, device=device)[None, :] >= pad[:, None]).long()
         hidden = hidden + positions.to(hidden.device)
-        causal_mask = create_causal_mask(
-            config=self.config, inputs_embeds=hidden, attention_mask=mask, cache=cache, position_ids=position_ids
-        )
+        # the cache goes by position: its keyword is ``cache`` from transformers 5.24, ``past_key_values`` before
+        causal_mask = create_causal_mask(self.config, hidden, mask, cache, position_ids=position_ids)
         for index, layer in enumerate(self.layers):
             attended = self._attend(layer.self_attention, _norm(layer.self_norm, hidden), causal_mask, cache, index)
             hidden = hidden + attended

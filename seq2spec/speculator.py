@@ -15,6 +15,7 @@ from seq2spec.arguments import (
     check_texts,
     sampling_generator,
 )
+from seq2spec.decoding.attention_kernels import in_attention_kernels
 from seq2spec.decoding.exact import ExactForwards
 from seq2spec.decoding.head import BigModelHead
 from seq2spec.decoding.proposal import Proposer
@@ -179,6 +180,7 @@ class Seq2SeqSpeculator:
         return self._spellcheck
 
     @torch.inference_mode()
+    @in_attention_kernels
     def generate(
         self,
         input_ids: torch.Tensor | None = None,

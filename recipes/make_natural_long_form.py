@@ -22,9 +22,8 @@ import soundfile
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from make_unseen_voice_audio import PARAGRAPHS  # noqa: E402
-from voices import RATE, Voice, speak  # noqa: E402
+from voices import EVALUATION_VOICES, RATE, Voice, speak  # noqa: E402
 
-EVALUATION_VOICES = ("af_heart", "am_michael", "bf_emma", "bm_george", "af_bella", "am_fenrir")
 MORE_PARAGRAPHS = [
     "The meeting started ten minutes late because nobody could find the key to the small room. In the end we sat "
     "in the kitchen, which was warmer anyway, and somebody made a pot of tea for everyone.",

@@ -11,7 +11,9 @@ Engines:
 
 ``natural_voices`` splits the Kokoro voices into training voices and ``KOKORO_HELD_OUT`` (two US and two UK voices,
 female and male), which only ever speak held-out clips, so agreement on them measures how a draft carries over to
-voices it never heard.
+voices it never heard. ``EVALUATION_VOICES`` are the project's evaluation voices: they never speak a training or
+held-out clip here, and neither does a hibari voice distilled from one of them (hibari's bundled "heart" is
+Kokoro's af_heart).
 """
 
 from __future__ import annotations
@@ -30,6 +32,10 @@ import soxr
 RATE = 16_000
 KOKORO_RATE = 24_000
 KOKORO_HELD_OUT = ("af_nicole", "am_echo", "bf_isabella", "bm_lewis")
+# Kokoro voices reserved for evaluation (recipes/make_natural_long_form.py, the ASR benchmarks): no draft trains,
+# tunes or chooses anything on them
+EVALUATION_VOICES = ("af_heart", "am_michael", "bf_emma", "bm_george", "af_bella", "am_fenrir")
+HIBARI_BUNDLED = ("heart", "af_heart")  # hibari's one offline voice and the Kokoro voice it was distilled from
 
 
 @dataclass(frozen=True)
@@ -68,14 +74,13 @@ def kokoro_english_voices(folder: Path) -> list[str]:
 
 
 def natural_voices(kokoro_folder: Path | None) -> tuple[list[Voice], list[Voice]]:
-    """``(training voices, held-out voices)``: hibari's voice and the Kokoro voices outside ``KOKORO_HELD_OUT``
-    train; the held-out Kokoro voices present in the folder are held out. Without a folder: hibari alone, none
-    held out."""
-    train = [Voice("hibari", "heart")]
+    """``(training voices, held-out voices)``: the Kokoro voices outside ``KOKORO_HELD_OUT`` and
+    ``EVALUATION_VOICES`` train; the held-out Kokoro voices present in the folder are held out. hibari's bundled
+    voice is a copy of an evaluation voice, so it is in neither list."""
     if kokoro_folder is None:
-        return train, []
-    names = kokoro_english_voices(kokoro_folder)
-    train += [Voice("kokoro", name) for name in names if name not in KOKORO_HELD_OUT]
+        raise ValueError("natural voices need the folder of kokoro-js voice files (--kokoro-voices)")
+    names = [name for name in kokoro_english_voices(kokoro_folder) if name not in EVALUATION_VOICES]
+    train = [Voice("kokoro", name) for name in names if name not in KOKORO_HELD_OUT]
     return train, [Voice("kokoro", name) for name in names if name in KOKORO_HELD_OUT]
 
 

@@ -150,14 +150,19 @@ def load_whisper_base(device: str | torch.device | None = None, dtype: torch.dty
     return model, processor
 
 
-def load_whisper_base_pair(device: str | torch.device | None = None, dtype: torch.dtype | str | None = None):
+def load_whisper_base_pair(
+    device: str | torch.device | None = None,
+    dtype: torch.dtype | str | None = None,
+    draft_dir: str | Path | None = None,
+):
     """``(base, draft, processor)``: the embedded Whisper base and the shipped 2-layer distilled draft that shares
-    its encoder and embeddings (seq2spec/assets/whisper_base_draft). ``dtype="int8"``: the int8 mode on a CPU."""
+    its encoder and embeddings (seq2spec/assets/whisper_base_draft), or the saved draft in the folder ``draft_dir``.
+    ``dtype="int8"``: the int8 mode on a CPU."""
     from seq2spec.int8 import float_dtype, is_int8_dtype, quantize_int8_pair
     from seq2spec.whisper.draft import load_whisper_draft
 
     big, processor = load_whisper_base(device=device, dtype=float_dtype(dtype))
-    draft = load_whisper_draft(big)  # from the float weights: its vocabulary-subset head copies rows of them
+    draft = load_whisper_draft(big, draft_dir)  # from the float weights: its vocabulary-subset head copies rows of them
     if is_int8_dtype(dtype):
         quantize_int8_pair(big, draft)
     return big, draft, processor

@@ -59,6 +59,16 @@ def test_draft_shares_base_modules(pair):
     assert bool(torch.isin(torch.arange(eot, big.config.vocab_size), tokens).all())  # specials and timestamps
 
 
+def test_pair_takes_a_saved_draft_folder(pair, tmp_path):
+    from seq2spec.default_models import load_whisper_base_pair
+    from seq2spec.whisper.draft import draft_from_big_layers, save_whisper_draft
+
+    save_whisper_draft(draft_from_big_layers(pair[0], [1, 4]), tmp_path)
+    big, draft, _ = load_whisper_base_pair(draft_dir=tmp_path)
+    assert len(draft.model.decoder.layers) == 2 and output_token_ids(draft) is None  # that folder's, not the shipped
+    assert torch.equal(draft.model.decoder.layers[1].fc1.weight, big.model.decoder.layers[4].fc1.weight)
+
+
 def test_pair_decodes_base_greedy_exactly(pair):
     big, draft, processor = pair
     paths = sorted(SAMPLES.glob("clip0[0-3]*.wav")) + sorted(LIBRIVOX.glob("*.wav"))[:2]

@@ -56,7 +56,7 @@ def test_a_planned_clip_advances_the_generator_as_a_spoken_one(monkeypatch):
     assert len({len(samples) for _, samples, _ in clips}) > 1  # leads of different lengths: the plans differ
 
 
-def test_held_out_voices_never_speak_training_clips(tmp_path):
+def test_held_out_and_evaluation_voices_never_speak_training_clips(tmp_path):
     import voices
 
     for name in ("af_bella", "af_nicole", "am_echo", "bf_emma", "bf_isabella", "bm_lewis", "bm_george", "jf_alpha"):
@@ -64,8 +64,13 @@ def test_held_out_voices_never_speak_training_clips(tmp_path):
     train, held_out = voices.natural_voices(tmp_path)
     assert {v.name for v in held_out} == set(voices.KOKORO_HELD_OUT)
     assert not {v.name for v in train} & set(voices.KOKORO_HELD_OUT)
-    assert {v.label for v in train} == {"hibari:heart", "kokoro:af_bella", "kokoro:bf_emma", "kokoro:bm_george"}
-    assert voices.natural_voices(None) == ([voices.Voice("hibari", "heart")], [])
+    assert {v.label for v in train} == set()  # the rest are evaluation voices
+    (tmp_path / "af_sky.bin").write_bytes(b"")
+    (tmp_path / "bm_daniel.bin").write_bytes(b"")
+    train, _ = voices.natural_voices(tmp_path)
+    assert {v.label for v in train} == {"kokoro:af_sky", "kokoro:bm_daniel"}
+    with pytest.raises(ValueError, match="kokoro-js"):
+        voices.natural_voices(None)
     with pytest.raises(FileNotFoundError, match="kokoro-js"):
         voices.natural_voices(tmp_path / "missing")
 

@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# The Whisper draft's encode, train and eval stages in one go on a GPU, each stage timed.
+#
+#   bash recipes/distill_on_gpu.sh WORK_DIR [distill_whisper_draft.py options ...]
+#
+# WORK_DIR holds manifest.jsonl and the speech it names, made on CPU cores by `--stage data` (speaking is CPU work).
+# Move the folder to the GPU machine under the same path relative to where the script runs (pieces for a transfer:
+# `tar cf - WORK_DIR | split -b 50M - draft_data.`, joined there with `cat draft_data.* | tar xf -`); the held-out
+# real clips come from Debian's pocketsphinx-testdata, which must be installed there too. Encoding batches 64 clips
+# and training takes the options given (e.g. `--batch-size 64 --steps 600 --lr 6e-4`). A stage's output is kept, so
+# a rerun after an interruption resumes. DEVICE=cpu runs the same stages on the CPU (to try it with a tiny setting).
+set -euo pipefail
+work=${1:?usage: distill_on_gpu.sh WORK_DIR [distill_whisper_draft.py options ...]}
+shift
+device=${DEVICE:-cuda}
+recipe="$(dirname "$0")/distill_whisper_draft.py"
+python - "$work" <<'CHECK'
+import json, pathlib, sys
+manifest = pathlib.Path(sys.argv[1]) / "manifest.jsonl"
+if not manifest.is_file():
+    sys.exit(f"{manifest} is missing: run distill_whisper_draft.py --stage data first (on CPU cores)")
+missing = [r["path"] for r in map(json.loads, manifest.read_text().splitlines()) if not pathlib.Path(r["path"]).is_file()]
+if missing:
+    sys.exit(f"{len(missing)} clips named in {manifest} are missing here, e.g. {missing[0]}")
+CHECK
+for stage in encode train eval; do
+    started=$SECONDS
+    python "$recipe" --stage "$stage" --work-dir "$work" --device "$device" --encode-batch 64 "$@"
+    echo "$stage: $((SECONDS - started)) s on $device" | tee -a "$work/stage_times.txt"
+done

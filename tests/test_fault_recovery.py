@@ -23,6 +23,7 @@ from synthetic_audio import tone
 from seq2spec import Seq2SeqSpeculator
 from seq2spec.commands import transcribe as transcribe_command
 from seq2spec.commands.main import main
+from seq2spec.commands.stopping import Terminated, sigterm_as_interrupt, stops_deferred
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -213,6 +214,20 @@ def test_a_stopped_transcribe_says_what_it_kept(launcher, toy_whisper_dirs, tmp_
 
 
 # ----------------------------------------------------------------------------- standard input and line ends
+
+
+@pytest.mark.parametrize("stop, raised", [(signal.SIGINT, KeyboardInterrupt), (signal.SIGTERM, Terminated)])
+def test_a_stop_during_a_write_waits_for_the_write_to_be_counted(stop, raised):
+    """A stop arriving between a chunk's write and its count would make the message name fewer lines than were
+    kept; within ``stops_deferred`` it is raised only once the block has finished."""
+    done = []
+    with sigterm_as_interrupt(), pytest.raises(raised):
+        with stops_deferred():
+            signal.raise_signal(stop)
+            done.append("written")
+            done.append("counted")
+    assert done == ["written", "counted"]
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
 
 
 def test_bytes_that_are_not_utf8_are_named_whatever_the_locale(text_model):

@@ -26,7 +26,7 @@ from seq2spec.commands.flags import (
     torch_dtype,
 )
 from seq2spec.commands.outputs import OutputError, OutputLock, ResumableText, check_output_path
-from seq2spec.commands.stopping import exit_status
+from seq2spec.commands.stopping import exit_status, stops_deferred
 
 STDIN = "-"
 
@@ -228,7 +228,8 @@ def correct_lines(speculator, args: argparse.Namespace, paths: list[str], output
                     file=sys.stderr,
                 )
                 return 2
-            output.write_lines([one_line(text) for text in corrected], [line.end for line in chunk])
+            with stops_deferred():  # the chunk is written whole and counted, or not at all
+                output.write_lines([one_line(text) for text in corrected], [line.end for line in chunk])
             stats.merge(speculator.last_stats)
             bar.update(len(chunk))
     except InputError as error:

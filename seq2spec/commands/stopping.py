@@ -33,3 +33,22 @@ def sigterm_as_interrupt() -> Iterator[None]:
         yield
     finally:
         signal.signal(signal.SIGTERM, previous)
+
+
+@contextmanager
+def stops_deferred() -> Iterator[None]:
+    """Within the block, Ctrl-C and SIGTERM wait for its end and are then raised as usual: output written and counted
+    inside it is never cut in two or left uncounted. Only the main thread can take signal handlers."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    received: list[int] = []
+    stops = (signal.SIGINT, signal.SIGTERM)
+    previous = {number: signal.signal(number, lambda number, frame: received.append(number)) for number in stops}
+    try:
+        yield
+    finally:
+        for number, handler in previous.items():
+            signal.signal(number, handler)
+        if received:
+            signal.raise_signal(received[0])  # under the handler that was there before: KeyboardInterrupt, Terminated

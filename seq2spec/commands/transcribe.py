@@ -26,7 +26,7 @@ from seq2spec.commands.flags import (
     torch_dtype,
 )
 from seq2spec.commands.outputs import JsonlRecords, OutputError, OutputLock, check_output_path, write_file_atomically
-from seq2spec.commands.stopping import exit_status
+from seq2spec.commands.stopping import exit_status, stops_deferred
 from seq2spec.whisper.audio import AudioError, AudioFile, duration_seconds, find_audio, load_audio
 from seq2spec.whisper.progress import AudioProgress
 from seq2spec.whisper.speech import LONG_FORMS, load_detector
@@ -264,11 +264,12 @@ def _transcribe(args: argparse.Namespace, files: list[Path]) -> int:
                     proposed += speculator.last_stats.proposed_draft_tokens
                     accepted += speculator.last_stats.accepted_draft_tokens
                 for record in records:
-                    results.append(record)
-                    if "error" in record:
-                        failures += 1
-                        continue
-                    transcripts += 1
+                    with stops_deferred():  # a record is written and counted, or not at all
+                        results.append(record)
+                        if "error" in record:
+                            failures += 1
+                            continue
+                        transcripts += 1
                     audio_seconds += record["duration"]
                     if side_folder is not None:
                         target = side_file(side_folder, Path(record["file"]), root, args.format)

@@ -89,6 +89,26 @@ def test_a_killed_run_resumes_without_corruption(toy_whisper_dirs, audio_folder,
     assert [json.loads(line) for line in out.read_text().splitlines()] == [json.loads(line) for line in lines]
 
 
+def test_a_rerun_knows_files_by_any_name(toy_whisper_dirs, audio_folder, tmp_path, monkeypatch, capsys):
+    """Resume matches files, not spellings: a file transcribed under a relative name is done when named absolutely
+    or through a symbolic link, and a file named twice in one run is transcribed once."""
+    big_dir, _ = toy_whisper_dirs
+    clip = next(audio_folder.rglob("a_8k_mono.wav"))
+    link = tmp_path / "linked.wav"
+    link.symlink_to(clip)
+    out = tmp_path / "results.jsonl"
+    monkeypatch.chdir(clip.parent)
+    common = ["--out", str(out), "--model", str(big_dir), "--language", "en"]
+    assert main(["transcribe", clip.name, f"./{clip.name}", str(clip), *common]) == 0
+    assert "1 audio files, 0 already done, 1 to transcribe" in capsys.readouterr().err
+    first = out.read_text()
+    assert [json.loads(line)["file"] for line in first.splitlines()] == [clip.name]
+    for name in (str(clip), str(link), f"../{clip.parent.name}/{clip.name}"):
+        assert main(["transcribe", name, *common]) == 0
+        assert "1 already done, 0 to transcribe" in capsys.readouterr().err
+    assert out.read_text() == first
+
+
 def test_formats_and_timestamps(toy_whisper_dirs, audio_folder, tmp_path):
     big_dir, _ = toy_whisper_dirs
     out = tmp_path / "results.jsonl"

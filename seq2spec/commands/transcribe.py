@@ -32,14 +32,21 @@ from seq2spec.whisper.progress import AudioProgress
 from seq2spec.whisper.speech import LONG_FORMS, load_detector
 
 
+def same_file(path: str | Path) -> str:
+    """A key that two names of one file share, from this working directory: relative or absolute, with ``./`` or
+    ``..``, or through a symbolic link. Records keep the name they were written with; resume compares these keys."""
+    return os.path.realpath(path)
+
+
 def transcribed(records: JsonlRecords) -> set[str]:
     """Files with a transcript in ``records`` (an error record does not count: a rerun tries its file again)."""
     return {record["file"] for record in records.records if "error" not in record}
 
 
 def failed_only(records: JsonlRecords) -> set[str]:
-    """Files with an error record and no transcript."""
-    return {record["file"] for record in records.records if "error" in record} - transcribed(records)
+    """Files with an error record and no transcript (under any of their names)."""
+    done = {same_file(name) for name in transcribed(records)}
+    return {record["file"] for record in records.records if "error" in record and same_file(record["file"]) not in done}
 
 
 def completed_files(out: Path) -> set[str]:
@@ -210,9 +217,11 @@ def _transcribe(args: argparse.Namespace, files: list[Path]) -> int:
     if results.corrupt_lines:
         print(f"{out}: {results.corrupt_lines} unreadable line(s) skipped; their files are done again", file=sys.stderr)
     failed_before = failed_only(results)
-    done = transcribed(results) | (failed_before if args.skip_failed else set())
-    todo = [f for f in files if str(f) not in done]
-    retried = sum(1 for f in todo if str(f) in failed_before)
+    failed_keys = {same_file(name) for name in failed_before}
+    done = {same_file(name) for name in transcribed(results)} | (failed_keys if args.skip_failed else set())
+    todo = [f for f in files if same_file(f) not in done]
+    todo_keys = {same_file(f) for f in todo}
+    retried = sum(1 for key in todo_keys if key in failed_keys)
     durations = {f: duration_seconds(f) for f in todo}
     todo.sort(key=lambda f: durations[f])  # similar lengths share a batch
     again = f" ({retried} that failed before tried again)" if retried else ""
@@ -223,7 +232,8 @@ def _transcribe(args: argparse.Namespace, files: list[Path]) -> int:
     if not todo:
         return 1 if not args.skip_failed and untranscribed(files, results) else 0
     if retried:
-        results.drop({str(path) for path in todo} & failed_before)  # their new records replace the old errors
+        # their new records replace the old errors, under whatever name those were written
+        results.drop({name for name in failed_before if same_file(name) in todo_keys})
     try:
         decoding = decoding_of(args)
         if args.long_form == "batched" or args.vad:
@@ -301,8 +311,8 @@ def _transcribe(args: argparse.Namespace, files: list[Path]) -> int:
 
 def untranscribed(files: list[Path], results: JsonlRecords) -> int:
     """How many of ``files`` have no transcript in ``results``."""
-    done = transcribed(results)
-    return sum(1 for path in files if str(path) not in done)
+    done = {same_file(name) for name in transcribed(results)}
+    return sum(1 for path in files if same_file(path) not in done)
 
 
 def add_parser(commands) -> argparse.ArgumentParser:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
@@ -27,17 +28,18 @@ def audio_extensions() -> set[str]:
 
 
 def find_audio(inputs: Iterable[str | Path]) -> list[Path]:
-    """Audio files among ``inputs`` (files are taken as given, folders searched recursively), sorted, unique."""
+    """Audio files among ``inputs`` (files are taken as given, folders searched recursively), sorted, unique: a file
+    named twice (relative and absolute, through a symbolic link) is kept once, under the first name."""
     extensions = audio_extensions()
-    found: dict[Path, None] = {}
+    found: dict[str, Path] = {}  # the file's real path -> the name it was first found under
     for item in inputs:
         path = Path(item)
         if path.is_dir():
             for candidate in sorted(path.rglob("*")):
                 if candidate.is_file() and candidate.suffix.lower() in extensions:
-                    found[candidate] = None
+                    found.setdefault(os.path.realpath(candidate), candidate)
         elif path.exists():
-            found[path] = None
+            found.setdefault(os.path.realpath(path), path)
         elif path.is_symlink():
             raise FileNotFoundError(
                 f"{path} is a symbolic link that leads nowhere (its target is missing, or the link points back to "
@@ -45,7 +47,7 @@ def find_audio(inputs: Iterable[str | Path]) -> list[Path]:
             )
         else:
             raise FileNotFoundError(f"no such file or folder: {path}")
-    return list(found)
+    return list(found.values())
 
 
 # float samples beyond this are not audio scaled to [-1, 1] (integer-scale samples given as floats, most likely)

@@ -23,7 +23,7 @@ TEXTS = [
     "A much longer line of text, with punctuation; it should be batched with its peers by length!",
     "short one",
     "Another medium-length line here.",
-    "x",
+    "xy",
 ]
 
 

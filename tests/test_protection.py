@@ -87,9 +87,11 @@ def assert_nothing_lost(text: str, output: str, tokenizer) -> None:
 
 
 def test_technical_tokens_are_recognised():
-    for word in TECHNICAL + ["(v1.2)", "RFC4880,", "example.com.", "C:\\Users\\me", "snake_case", "GitHub", ".venv"]:
+    more = ["(v1.2)", "RFC4880,", "example.com.", "C:\\Users\\me", "snake_case", "GitHub", ".venv", "x", "z;", "B."]
+    for word in TECHNICAL + more:
         assert is_technical(word), word
-    for word in ["the", "Maria", "well-known", "it's", "Hello,", "(maybe)", "I", "A", "don't", "end.", "`quoted'"]:
+    plain = ["the", "Maria", "well-known", "it's", "Hello,", "(maybe)", "I", "A", "a", "i", "don't", "end.", "`quoted'"]
+    for word in plain:
         assert not is_technical(word), word
     # a typo that looks like a hump of CamelCase is a typo: the model may fix it
     for word in ["gThis", "rFalls", "TThe", "eNxt", "aDd"]:
@@ -226,6 +228,9 @@ def test_the_shipped_speller_keeps_real_text_intact(speller_tokenizer):
     assert corrected[6].startswith("Okonkwo flew to Sevilla") and "--no-cache-dir per RFC4880" in corrected[6]
     assert corrected[7] == "I didn’t like it’s sauce, but the cafe and the café were fine."
     assert corrected[8] == "This sentence has a few errors."
+    # letters alone are variables and labels, not typos: without the rule the speller wrote "x = u where + z;"
+    code = ["x = y + z;", "x = y ~ z;", "Set x to y and choose plan B."]
+    assert speculator.correct(code) == code
     # without protection the model garbles what it cannot write
     assert speculator.correct(texts[:1], protect=False) != texts[:1]
 

@@ -8,11 +8,11 @@ identifiers or the whitespace between words. ``Layout.of`` cuts a text into its 
 them and sorts each word into one of three kinds:
 
 - kept: a word holding a digit, a URL, an e-mail address, an @handle or #tag, a path, a command-line flag, a
-  snake_case, CamelCase or dotted identifier, an all-capital acronym or code punctuation (``is_technical``), a
-  token of symbols alone (``#``, ``—``, ``->``), or a character the tokenizer cannot write other than the
-  typographic ones below. The model reads what the tokenizer can
-  write of it (``cafe`` for ``café``, nothing for ``→``) so that the sentence still reads as one; the word comes back
-  exactly as written.
+  snake_case, CamelCase or dotted identifier, an all-capital acronym, code punctuation or a letter alone other
+  than ``a`` and ``I`` (``x = y + z``, plan B) (``is_technical``), a token of symbols alone (``#``, ``—``, ``->``),
+  or a character the tokenizer cannot write other than the typographic ones below. The model reads what the
+  tokenizer can write of it (``cafe`` for ``café``, nothing for ``→``) so that the sentence still reads as one; the
+  word comes back exactly as written.
 - mapped: a word whose only unwritable characters are typographic quotes, apostrophes, dashes or ellipses. The
   model reads their plain forms (``it's`` for ``it’s``) and may correct the word; its word comes back with the
   typographic characters in their places (``dosn't`` -> ``doesn't`` -> ``doesn’t``), or as written where the model
@@ -74,6 +74,7 @@ _TECHNICAL = [
     re.compile(r"[A-Za-z_]\w*\.[A-Za-z_]\w*"),  # dotted identifiers and host names
     re.compile(r"^[A-Z]{2,}(['\u2019]?s)?$"),  # all-capital acronyms: NASA, URLs, CPU's
     re.compile(r"[=<>{}\[\]|^*&%$\\]|\w\(|\)\w"),  # code: a=b, f(x), x[0]
+    re.compile(r"^[B-HJ-Zb-hj-z]$"),  # a letter alone that is no word (a, I are): a variable, a label (x, plan B)
 ]
 
 

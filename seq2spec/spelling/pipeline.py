@@ -18,6 +18,7 @@ from typing import Any
 from seq2spec.spelling.capital_check import CapitalCheck, Scorer
 from seq2spec.spelling.capitals import fold_capitals
 from seq2spec.spelling.dictionary_words import keep_dictionary_words_of
+from seq2spec.spelling.languages import in_other_language
 from seq2spec.spelling.pieces import PiecedTexts
 from seq2spec.spelling.protection import Layout, TokenizerWriting, text_apostrophe
 from seq2spec.spelling.settings import SpellingSettings
@@ -71,8 +72,7 @@ class SpellingPipeline:
         texts = list(texts)
         pieced = PiecedTexts.of(texts, self.settings.split_longer_than)
         owners = [_Owner(index, pieced.splits[index] is not None) for index in pieced.owners]
-        unchanged = self.settings.unchanged
-        read = [i for i, piece in enumerate(pieced.pieces) if unchanged is None or not unchanged(piece)]
+        read = [i for i, piece in enumerate(pieced.pieces) if not self._returned_as_written(piece)]
         outputs = list(pieced.pieces)
         pieces, piece_owners = [outputs[i] for i in read], [owners[i] for i in read]
         if self.settings.protect:
@@ -82,6 +82,13 @@ class SpellingPipeline:
         for index, output in zip(read, corrected, strict=True):
             outputs[index] = output
         return pieced.join(outputs)
+
+    def _returned_as_written(self, piece: str) -> bool:
+        """Whether a piece comes back unread: the settings' ``unchanged`` says so, or it is in another language."""
+        unchanged = self.settings.unchanged
+        if unchanged is not None and unchanged(piece):
+            return True
+        return self.settings.keep_other_languages and in_other_language(piece)
 
     def _protected(self, pieces: list[str], owners: list[_Owner], texts: list[str]) -> list[str]:
         """The pieces corrected with what the model must not change kept as written (``protection``); a piece whose

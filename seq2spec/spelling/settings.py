@@ -7,10 +7,11 @@ from the fields and their help texts.
 
 from __future__ import annotations
 
-import unicodedata
 from collections.abc import Callable
 from dataclasses import dataclass, field, fields, replace
 from typing import Any
+
+from seq2spec.spelling.languages import mostly_other_script
 
 # the capital check's margins (seq2spec.spelling.capital_check), nats below the model's own output
 DEFAULT_MARGIN = 6.5  # a capitalised word within a sentence
@@ -75,6 +76,11 @@ class SpellingSettings:
         "where the model changed a word no English dictionary knows (a name, a technical term) into another word no "
         "dictionary knows, keep it as written",
     )
+    keep_other_languages: bool = _setting(
+        False,
+        "return as written a text (or sentence piece) confidently in another language than English (German, French, "
+        "Spanish, Italian, Portuguese, Dutch, Swedish, Polish, Danish, Finnish); its detector takes about 300 MB",
+    )
     unchanged: Callable[[str], bool] | None = _setting(
         None, "texts (or sentence pieces) for which this is true come back as written, unread", flag=False
     )
@@ -121,21 +127,12 @@ def settings_of(model: object) -> SpellingSettings:
     return settings if isinstance(settings, SpellingSettings) else SpellingSettings()
 
 
-def mostly_other_script(text: str) -> bool:
-    """True when most of the text's letters are in a script other than Latin (an English-only corrector would turn
-    such text into English words)."""
-    letters = [character for character in text if character.isalpha()]
-    if not letters:
-        return False
-    latin = sum(1 for character in letters if unicodedata.name(character, "").startswith("LATIN"))
-    return latin < len(letters) / 2
-
-
 SPELLER_SENTENCE_CHARS = 140  # the longest training sentence of the shipped speller (recipes/speller_data.py)
 # The text steps the shipped speller (seq2spec.default_models.load_speller) runs with (recipes/README.md measures
 # each): what it cannot write or must not change kept as written, sentence pieces of at most the length it trained
 # on, capitals folded, non-words it left and dictionary words it changed into others checked, dictionary and unknown
-# words it garbled kept, text mostly in another script (it knows English only) returned as written.
+# words it garbled kept, text in another script or confidently in another language (it knows English only) returned
+# as written (seq2spec.spelling.languages).
 SPELLER_SETTINGS = SpellingSettings(
     split_longer_than=SPELLER_SENTENCE_CHARS,
     fold_capitals=True,
@@ -144,5 +141,6 @@ SPELLER_SETTINGS = SpellingSettings(
     check_changes=True,
     keep_dictionary_words=True,
     keep_unknown_words=True,
+    keep_other_languages=True,
     unchanged=mostly_other_script,
 )

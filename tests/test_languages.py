@@ -1,0 +1,64 @@
+"""Text an English corrector must not read: sentences in another language (Latin letters) and other scripts."""
+
+from __future__ import annotations
+
+import pytest
+
+from seq2spec import Seq2SeqSpeculator
+from seq2spec.default_models import SPELLER_DIR
+from seq2spec.spelling.languages import in_other_language, mostly_other_script
+from seq2spec.spelling.pipeline import SpellingPipeline
+from seq2spec.spelling.settings import SpellingSettings
+
+needs_weights = pytest.mark.skipif(not (SPELLER_DIR / "big").is_dir(), reason="the speller weights are not shipped")
+OTHER = [
+    "Ich habe keine Zeit für dich.",
+    "Je ne sais pas ce que tu veux dire.",
+    "Mañana vamos a comer en un restaurante nuevo.",
+    "La pizza di questo ristorante è molto buona.",
+    "Ik heb geen tijd om naar de winkel te gaan.",
+]
+ENGLISH = [
+    "Thsi sentense has a fwe erors.",
+    "an occasional workrer",
+    "Their café “déjà vu” moment — a naïve coöperation.",
+    "Wojciech and Agnieszka ahev run the same pierogi stand in Częstochowa for over thirty years.",
+    "order the shōyu with an extra egg and dont skip the gyōza",
+]
+
+
+def test_sentences_in_other_languages_are_told_from_english():
+    for text in OTHER:
+        assert in_other_language(text), text
+    for text in ENGLISH:
+        assert not in_other_language(text) and not mostly_other_script(text), text
+    assert not in_other_language("Hola, ¿cómo estás?")  # too few words to tell
+    assert mostly_other_script("Привет, как дела?") and not in_other_language("Привет, как дела?")  # another script
+
+
+def test_the_pipeline_never_reads_another_language():
+    read = []
+
+    def decode(texts):
+        read.extend(texts)
+        return [text.upper() for text in texts]
+
+    settings = SpellingSettings(protect=False, split_longer_than=60, keep_other_languages=True)
+    pipeline = SpellingPipeline(settings, decode)
+    english = "We went to the market and bought some bread."
+    texts = [OTHER[0], f"{english} {OTHER[1]}"]
+    assert pipeline(texts) == [OTHER[0], f"{english.upper()} {OTHER[1]}"]
+    assert read == [english]
+
+
+@needs_weights
+def test_the_shipped_speller_leaves_other_languages_as_written():
+    speculator = Seq2SeqSpeculator()
+    assert speculator.correct(OTHER) == OTHER
+    english = "We wnet to the markte and baught some bread and cheese for the long weekend with our friends from Leeds."
+    mixed = f"{english} Ich habe keine Zeit für dich, sagte er."  # over 140 characters: read sentence by sentence
+    corrected = speculator.correct([mixed])[0]
+    assert corrected.endswith(" Ich habe keine Zeit für dich, sagte er.")
+    assert corrected.startswith("We went to the market and bought some bread")
+    # the step matters: without it the speller rewrites German into English words
+    assert speculator.correct(OTHER[:1], keep_other_languages=False) != OTHER[:1]

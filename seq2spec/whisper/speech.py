@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from seq2spec.whisper.audio import SAMPLING_RATE, AudioFile
-from seq2spec.whisper.voice_activity import Stretch, load_detector, speech_spans
+from seq2spec.whisper.voice_activity import Stretch, detection_gain, load_detector, speech_spans
 
 __all__ = ["LONG_FORMS", "PIECE_SAMPLES", "Piece", "load_detector", "pack_stretches", "speech_pieces"]
 
@@ -108,10 +108,18 @@ def blocks_of(clip: Clip) -> Iterator[np.ndarray] | np.ndarray:
     return clip if isinstance(clip, np.ndarray) else clip.blocks()
 
 
+def clip_speech(clip: Clip) -> list[Stretch]:
+    """The stretches of speech in ``clip``, a quiet recording scored louder (``detection_gain`` of its peak, found in a
+    first pass over a file)."""
+    blocks = [clip] if isinstance(clip, np.ndarray) else clip.blocks()
+    peak = max((float(np.abs(block).max()) for block in blocks if len(block)), default=0.0)
+    return speech_spans(blocks_of(clip), gain=detection_gain(peak))
+
+
 def speech_pieces(clip: Clip, index: int = 0, timed: bool = False) -> list[Piece]:
     """The pieces of ``clip``'s speech, in order; ``timed`` (timestamps asked for): a long pause ends a piece."""
     longest_pause = LONGEST_JOINED_PAUSE if timed else None
-    return [Piece(index, group) for group in pack_stretches(speech_spans(blocks_of(clip)), longest_pause=longest_pause)]
+    return [Piece(index, group) for group in pack_stretches(clip_speech(clip), longest_pause=longest_pause)]
 
 
 def _in_clip_time(items: list[dict[str, Any]], piece: Piece, words: bool) -> list[dict[str, Any]]:
@@ -180,7 +188,7 @@ def transcribe_speech_only(
     """Each clip's result (see ``joined``) from ``decode`` of its speech alone: all its stretches one after another,
     what lies between them left out, decoded as one recording (``decode`` reports its own progress). ``report`` is
     called with the seconds left out, at the end."""
-    pieces = [Piece(index, tuple(speech_spans(blocks_of(clip)))) for index, clip in enumerate(clips)]
+    pieces = [Piece(index, tuple(clip_speech(clip))) for index, clip in enumerate(clips)]
     spoken = [piece for piece in pieces if piece.stretches]
     decoded = iter(decode([piece.samples(clips[piece.clip]) for piece in spoken]) if spoken else [])
     report((sum(len(clip) for clip in clips) - sum(len(piece) for piece in pieces)) / SAMPLING_RATE)

@@ -156,6 +156,21 @@ def test_whitespace_and_kept_words_come_back_in_place():
     assert SpellingPipeline(SpellingSettings(), model, tokenizer=tokenizer)(["   ", ""]) == ["   ", ""]
 
 
+def test_a_run_of_marks_ending_a_word_comes_back_as_written():
+    from transformers import ByT5Tokenizer
+
+    texts = ["Wait... waht?! Really??", "Well.... maybe", "So...", "no dots here.", "end?"]
+
+    def model(texts: list[str]) -> list[str]:  # as the shipped speller did: every "..." written ".."
+        fixes = (("...", ".."), ("waht", "what"), ("??", "?"), ("here.", "here"))
+        for old, new in fixes:
+            texts = [text.replace(old, new) for text in texts]
+        return texts
+
+    pipeline = SpellingPipeline(SpellingSettings(), model, tokenizer=ByT5Tokenizer())
+    assert pipeline(texts) == ["Wait... what?! Really??", "Well.... maybe", "So...", "no dots here", "end?"]
+
+
 def test_the_model_reads_a_stand_in_for_what_it_cannot_write(speller_tokenizer):
     writing = TokenizerWriting(speller_tokenizer)
     layout = Layout.of("He said “hello” in Zürich — it’s €20 → fine…", writing)

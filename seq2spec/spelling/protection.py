@@ -37,6 +37,8 @@ from dataclasses import dataclass
 from enum import Enum
 
 WHITESPACE = re.compile(r"(\s+)")
+_TRAILING_MARKS = re.compile(r"[.!?]{2,}$")
+_ANY_TRAILING_MARKS = re.compile(r"[.!?]*$")
 
 # typographic characters and the plain forms a tokenizer without them can write
 TYPOGRAPHIC = {
@@ -149,7 +151,17 @@ class Word:
             return self.text
         if self.kind is Kind.MAPPED:
             return _map_back(self.text, output)
+        output = _with_trailing_marks(self.text, output)
         return output.replace("'", apostrophe) if apostrophe else output
+
+
+def _with_trailing_marks(written: str, output: str) -> str:
+    """``output`` ending with ``written``'s run of two or more of ``. ! ?`` (``...``, ``?!``, ``!!``) where ``written``
+    ends with one: the shipped speller wrote ``..`` for every ``...``."""
+    marks = _TRAILING_MARKS.search(written)
+    if marks is None:
+        return output
+    return output[: len(output) - len(_ANY_TRAILING_MARKS.search(output).group())] + marks.group()
 
 
 def _map_back(written: str, output: str) -> str:

@@ -246,6 +246,9 @@ def test_the_shipped_speller_keeps_real_text_intact(speller_tokenizer):
     # letters alone are variables and labels, not typos: without the rule the speller wrote "x = u where + z;"
     code = ["x = y + z;", "x = y ~ z;", "Set x to y and choose plan B."]
     assert speculator.correct(code) == code
+    # chat abbreviations are no typos: without the list the speller wrote "look nop" and "disk this, maybe ttyl"
+    chat = ["lol ok np", "idk tbh, maybe ttyl", "can u send it asap? thx!"]
+    assert speculator.correct(chat) == chat
     # without protection the model garbles what it cannot write
     assert speculator.correct(texts[:1], protect=False) != texts[:1]
 

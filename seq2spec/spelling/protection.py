@@ -9,8 +9,9 @@ them and sorts each word into one of three kinds:
 
 - kept: a word holding a digit, a URL, an e-mail address, an @handle or #tag, a path, a command-line flag, a
   snake_case, CamelCase or dotted identifier, an all-capital acronym, code punctuation or a letter alone other
-  than ``a`` and ``I`` (``x = y + z``, plan B) (``is_technical``), a token of symbols alone (``#``, ``—``, ``->``),
-  or a character the tokenizer cannot write other than the typographic ones below. The model reads what the
+  than ``a`` and ``I`` (``x = y + z``, plan B) (``is_technical``), a chat abbreviation (``lol``, ``idk``, ``thx``:
+  ``CHAT_ABBREVIATIONS``), a token of symbols alone (``#``, ``—``, ``->``), or a character the tokenizer cannot
+  write other than the typographic ones below. The model reads what the
   tokenizer can write of it (``cafe`` for ``café``, nothing for ``→``) so that the sentence still reads as one; the
   word comes back exactly as written.
 - mapped: a word whose only unwritable characters are typographic quotes, apostrophes, dashes or ellipses. The
@@ -84,6 +85,20 @@ def is_technical(word: str) -> bool:
     """Whether a word (whitespace-free) is one a corrector must leave as written: see the module docstring."""
     core = _AROUND.match(word).group(1)
     return bool(core) and any(pattern.search(core) for pattern in _TECHNICAL)
+
+
+# Abbreviations of chat and e-mail that are no typos: a corrector made "lol ok np" into "look nop" and "idk tbh" into
+# "disk this". None of them is a word of the spelling sets' sources (recipes/data).
+CHAT_ABBREVIATIONS = frozenset(
+    "afaik afk asap atm bbl bc bday bff brb btw convo cuz dm fomo ftw fwiw fyi gtg hbu icymi idc idk iirc ikr ily imho "
+    "imo irl jk lmao lmfao lmk lol msg nsfw nvm ofc omfg omg pls plz ppl rn rofl smh tbd tbf tbh thnx thx tks tmr "
+    "tmrw ttyl ty ur wbu wtf wyd yolo".split()
+)
+
+
+def is_chat_abbreviation(word: str) -> bool:
+    """Whether a word (punctuation around it aside, any case) is one of ``CHAT_ABBREVIATIONS``."""
+    return _AROUND.match(word).group(1).lower() in CHAT_ABBREVIATIONS
 
 
 class TokenizerWriting:
@@ -300,7 +315,7 @@ class Layout:
 
 def _word(token: str, writing: TokenizerWriting) -> Word:
     written = writing.writes(token)
-    if is_technical(token) or not any(character.isalnum() for character in token):
+    if is_technical(token) or is_chat_abbreviation(token) or not any(character.isalnum() for character in token):
         return Word(token, token if written else writing.stand_in(token), Kind.KEPT)
     if written:
         return Word(token, token, Kind.FREE)

@@ -32,7 +32,8 @@ class SpellingSettings:
     protect: bool = _setting(
         True,
         "keep as written what the model cannot write or must not change: whitespace, characters its tokenizer "
-        "lacks, numbers, URLs, e-mail addresses, @handles, #tags, paths, flags, identifiers, acronyms",
+        "lacks, numbers, URLs, e-mail addresses, @handles, #tags, paths, flags, identifiers, acronyms, letters "
+        "alone, chat abbreviations, runs of . ! ? ending a word",
     )
     split_longer_than: int | None = _setting(
         None,

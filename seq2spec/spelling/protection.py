@@ -8,18 +8,18 @@ identifiers or the whitespace between words. ``Layout.of`` cuts a text into its 
 them and sorts each word into one of three kinds:
 
 - kept: a word holding a digit, a URL, an e-mail address, an @handle or #tag, a path, a command-line flag, a
-  snake_case, CamelCase or dotted identifier, an all-capital acronym, code punctuation or a letter alone other
-  than ``a`` and ``I`` (``x = y + z``, plan B) (``is_technical``), a chat abbreviation (``lol``, ``idk``, ``thx``:
+  snake_case, CamelCase or dotted identifier, an all-capital acronym, code punctuation or a letter alone other than
+  ``a`` and ``I`` (``x = y + z``, plan B) (``is_technical``), a chat abbreviation (``lol``, ``idk``, ``thx``:
   ``CHAT_ABBREVIATIONS``), a token of symbols alone (``#``, ``—``, ``->``), or a character the tokenizer cannot
-  write other than the typographic ones below. The model reads what the
-  tokenizer can write of it (``cafe`` for ``café``, nothing for ``→``) so that the sentence still reads as one; the
-  word comes back exactly as written.
+  write other than the typographic ones below. The model reads what the tokenizer can write of it (``cafe`` for
+  ``café``, nothing for ``→``) so that the sentence still reads as one; the word comes back exactly as written.
 - mapped: a word whose only unwritable characters are typographic quotes, apostrophes, dashes or ellipses. The
   model reads their plain forms (``it's`` for ``it’s``) and may correct the word; its word comes back with the
   typographic characters in their places (``dosn't`` -> ``doesn't`` -> ``doesn’t``), or as written where the model
   changed their number.
 - free: every other word, the model's to correct. In a text written with ’ and no ', apostrophes the model adds
-  are written ’ too (``didnt`` -> ``didn’t``).
+  are written ’ too (``didnt`` -> ``didn’t``); a run of two or more of ``. ! ?`` ending the word (``Wait...``,
+  ``what?!``) comes back as written.
 
 ``Layout.assemble`` lines the model's output words up with the words it read (difflib, case ignored), puts kept and
 mapped words back in their places, the words it did not read beside their neighbours, and the text's own whitespace

@@ -15,7 +15,7 @@ from seq2spec import Seq2SeqSpeculator
 from seq2spec.commands.toys import build_toy_model
 from seq2spec.default_models import SPELLER_DIR
 from seq2spec.spelling.pipeline import SpellingPipeline
-from seq2spec.spelling.protection import Kind, Layout, TokenizerWriting, is_technical
+from seq2spec.spelling.protection import Kind, Layout, TokenizerWriting, is_informal, is_technical
 from seq2spec.spelling.settings import SpellingSettings
 
 SHIPPED = (SPELLER_DIR / "big").is_dir()
@@ -94,8 +94,18 @@ def test_technical_tokens_are_recognised():
     for word in plain:
         assert not is_technical(word), word
     # a typo that looks like a hump of CamelCase is a typo: the model may fix it
-    for word in ["gThis", "rFalls", "TThe", "eNxt", "aDd"]:
+    for word in ["TThe", "THe"]:
         assert not is_technical(word), word
+    # a lower-case letter before a capital is a name (iPhone, eBay, mRNA); a typo of that shape ("gThis") stays
+    for word in ["iPhone", "eBook.", "(iOS)", "mRNA", "pH", "gThis"]:
+        assert is_technical(word), word
+
+
+def test_informal_writing_is_recognised():
+    for word in ["lol", "IDK,", "gimme", "Coulda", "y'all", "Y’all?", "sittin'", "Nothin'.", "(chillin')", "ain't"]:
+        assert is_informal(word), word
+    for word in ["the", "in'", "'begin'", "tin'", "again", "win", "it's", "gimmes", "you'll", "going"]:
+        assert not is_informal(word), word
 
 
 @needs_weights
@@ -249,6 +259,15 @@ def test_the_shipped_speller_keeps_real_text_intact(speller_tokenizer):
     # chat abbreviations are no typos: without the list the speller wrote "look nop" and "disk this, maybe ttyl"
     chat = ["lol ok np", "idk tbh, maybe ttyl", "can u send it asap? thx!"]
     assert speculator.correct(chat) == chat
+    # nor are colloquial spellings, dropped g's or names such as iMac: without the rules the speller wrote "time a
+    # break", "we could", "y'll", "Nothing's much, just sitting'", "Macc" and "Tunes"
+    informal = [
+        "C'mon, gimme a break, we coulda won.",
+        "Ya'll better come, y'all hear?",
+        "Nothin' much, just sittin' and chillin'.",
+        "My iPad and iMac sync through iCloud and iTunes.",
+    ]
+    assert speculator.correct(informal) == informal
     # without protection the model garbles what it cannot write
     assert speculator.correct(texts[:1], protect=False) != texts[:1]
 

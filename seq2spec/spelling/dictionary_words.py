@@ -48,6 +48,8 @@ def is_dictionary_token(token: str, is_word: Callable[[str], bool]) -> bool:
     contraction = _CONTRACTION.search(core)
     if contraction:  # "didn't" is known when "did" is, "can't" when "can" is
         stem = core[: contraction.start()]
+        if len(stem) == 1 and stem.lower() != "i":  # "y'll" is no contraction ("I'll" is)
+            return False
         with_n = stem + contraction.group(1)
         core = stem if stem and is_word(stem.lower()) else with_n
     for piece in _JOINS.split(core):

@@ -8,9 +8,11 @@ identifiers or the whitespace between words. ``Layout.of`` cuts a text into its 
 them and sorts each word into one of three kinds:
 
 - kept: a word holding a digit, a URL, an e-mail address, an @handle or #tag, a path, a command-line flag, a
-  snake_case, CamelCase or dotted identifier, an all-capital acronym, code punctuation or a letter alone other than
-  ``a`` and ``I`` (``x = y + z``, plan B) (``is_technical``), a chat abbreviation (``lol``, ``idk``, ``thx``:
-  ``CHAT_ABBREVIATIONS``), a token of symbols alone (``#``, ``—``, ``->``), or a character the tokenizer cannot
+  snake_case, CamelCase or dotted identifier, a lower-case letter before a capital (``iPhone``, ``eBay``), an
+  all-capital acronym, code punctuation or a letter alone other than ``a`` and ``I`` (``x = y + z``, plan B)
+  (``is_technical``), informal writing (``is_informal``: a chat abbreviation such as ``lol``, ``idk``, ``thx``, a
+  colloquial spelling such as ``gimme``, ``coulda``, ``y'all``, a dropped g such as ``sittin'``), a token of symbols
+  alone (``#``, ``—``, ``->``), or a character the tokenizer cannot
   write other than the typographic ones below. The model reads what the tokenizer can write of it (``cafe`` for
   ``café``, nothing for ``→``) so that the sentence still reads as one; the word comes back exactly as written.
 - mapped: a word whose only unwritable characters are typographic quotes, apostrophes, dashes or ellipses. The
@@ -72,8 +74,11 @@ _TECHNICAL = [
     re.compile(r"^(~|\.{1,2})?/\S|\S/\S|\\|^\.\w"),  # paths and dotfiles (.venv, .bashrc)
     re.compile(r"^--?[A-Za-z]"),  # command-line flags
     re.compile(r"\w_\w|^_|_$"),  # snake_case
-    # CamelCase (two humps: maxRetries, GitHub, PostgreSQL, HTTPServer; a typo such as "gThis" or "TThe" has one)
+    # CamelCase (two humps: maxRetries, GitHub, PostgreSQL, HTTPServer; a typo such as "TThe" has one)
     re.compile(r"[a-z]{2,}[A-Z]|[A-Z]{3,}[a-z]{2,}"),
+    # a lower-case letter before a capital: iPhone, eBay, iOS, mRNA, pH (the speller wrote "Macc" for iMac, "Book" for
+    # eBook, "PRIge, Phone" for iPhone); a typo of that shape ("gThis") stays as written
+    re.compile(r"^[a-z][A-Z]"),
     re.compile(r"[A-Za-z_]\w*\.[A-Za-z_]\w*"),  # dotted identifiers and host names
     re.compile(r"^[A-Z]{2,}(['\u2019]?s)?$"),  # all-capital acronyms: NASA, URLs, CPU's
     re.compile(r"[=<>{}\[\]|^*&%$\\]|\w\(|\)\w"),  # code: a=b, f(x), x[0]
@@ -96,9 +101,26 @@ CHAT_ABBREVIATIONS = frozenset(
 )
 
 
+# Informal spellings of spoken English, which a writer chooses: the speller wrote "time" for "gimme", "could" for
+# "coulda", "have" for "hafta", "trina" for "tryna" and "you'll" for "y'all".
+COLLOQUIAL_SPELLINGS = frozenset(
+    "ain't betcha c'mon coulda dontcha dunno finna gimme gonna gotcha gotta hafta hasta imma innit kinda lemme lotta "
+    "musta oughta outta shoulda sorta tryna wanna whatcha woulda ya'll y'all".split()
+)
+# a dropped g written as an apostrophe: nothin', sittin', chillin' (the speller wrote "sitting'" and "Nothing's")
+_DROPPED_G = re.compile(r"^[\"(\u2018\u201c]*[A-Za-z]{2,}in['\u2019][.,;:!?)\"\u201d]*$")
+
+
 def is_chat_abbreviation(word: str) -> bool:
     """Whether a word (punctuation around it aside, any case) is one of ``CHAT_ABBREVIATIONS``."""
     return _AROUND.match(word).group(1).lower() in CHAT_ABBREVIATIONS
+
+
+def is_informal(word: str) -> bool:
+    """Whether a word (whitespace-free) is informal writing a corrector must leave as written: a chat abbreviation,
+    one of ``COLLOQUIAL_SPELLINGS`` (apostrophes straight or curly) or a word ending in ``in'`` for ``ing``."""
+    core = _AROUND.match(word).group(1).lower().replace(CURLY_APOSTROPHE, "'")
+    return core in CHAT_ABBREVIATIONS or core in COLLOQUIAL_SPELLINGS or bool(_DROPPED_G.match(word))
 
 
 class TokenizerWriting:
@@ -315,7 +337,7 @@ class Layout:
 
 def _word(token: str, writing: TokenizerWriting) -> Word:
     written = writing.writes(token)
-    if is_technical(token) or is_chat_abbreviation(token) or not any(character.isalnum() for character in token):
+    if is_technical(token) or is_informal(token) or not any(character.isalnum() for character in token):
         return Word(token, token if written else writing.stand_in(token), Kind.KEPT)
     if written:
         return Word(token, token, Kind.FREE)

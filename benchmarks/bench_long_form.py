@@ -234,7 +234,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.child:
         import torch
 
+        from seq2spec.memory import retain_freed_memory
+
         torch.set_num_threads(args.threads)
+        retain_freed_memory()  # as the commands do: no page faults on buffers reused every call
         print(json.dumps(run_system(args.child[0], Path(args.child[1]), args.device, args.dtype)))
         return 0
     systems = args.systems or (GPU_SYSTEMS if args.device.startswith("cuda") else CPU_SYSTEMS)

@@ -15,7 +15,7 @@ from seq2spec import Seq2SeqSpeculator
 from seq2spec.commands.toys import build_toy_model
 from seq2spec.default_models import SPELLER_DIR
 from seq2spec.spelling.pipeline import SpellingPipeline
-from seq2spec.spelling.protection import Kind, Layout, TokenizerWriting, is_informal, is_technical
+from seq2spec.spelling.protection import Kind, Layout, TokenizerWriting, is_informal, is_quoted_word, is_technical
 from seq2spec.spelling.settings import SpellingSettings
 
 SHIPPED = (SPELLER_DIR / "big").is_dir()
@@ -101,6 +101,13 @@ def test_technical_tokens_are_recognised():
         assert is_technical(word), word
 
 
+def test_a_word_in_quotes_of_its_own_is_recognised():
+    for word in ['"teh"', '"teh".', "\u201cspicy\u201d;", "'Home,'", '("x")', '"Why?".']:
+        assert is_quoted_word(word), word
+    for word in ['"I', 'teh"', "'em", '""', '"123"', "\u201cWhere", "it's"]:
+        assert not is_quoted_word(word), word
+
+
 def test_informal_writing_is_recognised():
     for word in ["lol", "IDK,", "gimme", "Coulda", "y'all", "Y’all?", "sittin'", "Nothin'.", "(chillin')", "ain't"]:
         assert is_informal(word), word
@@ -183,22 +190,23 @@ def test_a_run_of_marks_ending_a_word_comes_back_as_written():
 
 def test_the_model_reads_a_stand_in_for_what_it_cannot_write(speller_tokenizer):
     writing = TokenizerWriting(speller_tokenizer)
-    layout = Layout.of("He said “hello” in Zürich — it’s €20 → fine…", writing)
-    assert layout.model_text == 'He said "hello" in Zurich - it\'s 20 fine...'
+    layout = Layout.of("He said “hello there” in Zürich — it’s €20 → fine…", writing)
+    assert layout.model_text == 'He said "hello there" in Zurich - it\'s 20 fine...'
     kinds = {word.text: word.kind for word in layout.words}
     assert kinds["—"] is Kind.KEPT  # symbols alone: not the model's to change
-    assert kinds["“hello”"] is Kind.MAPPED and kinds["it’s"] is Kind.MAPPED and kinds["fine…"] is Kind.MAPPED
+    assert kinds["“hello"] is Kind.MAPPED and kinds["there”"] is Kind.MAPPED
+    assert kinds["it’s"] is Kind.MAPPED and kinds["fine…"] is Kind.MAPPED
     assert kinds["Zürich"] is Kind.KEPT and kinds["€20"] is Kind.KEPT and kinds["→"] is Kind.KEPT
     # a mapped word the model corrects keeps its typographic characters; one whose count changed comes back as is
     seen = []
 
     def model(texts: list[str]) -> list[str]:
         seen.extend(texts)
-        return [t.replace("dosn't", "doesn't").replace('"helo"', '"hello"').replace("it's", "its") for t in texts]
+        return [t.replace("dosn't", "doesn't").replace('"helo', '"hello').replace("it's", "its") for t in texts]
 
     pipeline = SpellingPipeline(SpellingSettings(), model, tokenizer=speller_tokenizer)
-    assert pipeline(["She dosn’t say “helo” — it’s fine."]) == ["She doesn’t say “hello” — it’s fine."]
-    assert seen == ["She dosn't say \"helo\" - it's fine."]
+    assert pipeline(["She dosn’t say “helo there” — it’s fine."]) == ["She doesn’t say “hello there” — it’s fine."]
+    assert seen == ["She dosn't say \"helo there\" - it's fine."]
     # in a text written with ’, apostrophes the model adds are ’ too
     adds = SpellingPipeline(
         SpellingSettings(), lambda t: [s.replace("didnt", "didn't") for s in t], tokenizer=speller_tokenizer
@@ -268,6 +276,9 @@ def test_the_shipped_speller_keeps_real_text_intact(speller_tokenizer):
         "My iPad and iMac sync through iCloud and iTunes.",
     ]
     assert speculator.correct(informal) == informal
+    # a word in quotes of its own is mentioned, not used: without the rule the speller wrote 'The word "the" is ...'
+    mentioned = ['The word "teh" is a common typo of "the".', "He typed 'recieve' by mistake, then recieved a warning."]
+    assert speculator.correct(mentioned) == [mentioned[0], mentioned[1].replace("then recieved", "then received")]
     # without protection the model garbles what it cannot write
     assert speculator.correct(texts[:1], protect=False) != texts[:1]
 

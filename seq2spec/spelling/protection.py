@@ -11,10 +11,11 @@ them and sorts each word into one of three kinds:
   snake_case, CamelCase or dotted identifier, a lower-case letter before a capital (``iPhone``, ``eBay``), an
   all-capital acronym, code punctuation or a letter alone other than ``a`` and ``I`` (``x = y + z``, plan B)
   (``is_technical``), informal writing (``is_informal``: a chat abbreviation such as ``lol``, ``idk``, ``thx``, a
-  colloquial spelling such as ``gimme``, ``coulda``, ``y'all``, a dropped g such as ``sittin'``), a token of symbols
-  alone (``#``, ``—``, ``->``), or a character the tokenizer cannot
-  write other than the typographic ones below. The model reads what the tokenizer can write of it (``cafe`` for
-  ``café``, nothing for ``→``) so that the sentence still reads as one; the word comes back exactly as written.
+  colloquial spelling such as ``gimme``, ``coulda``, ``y'all``, a dropped g such as ``sittin'``), one word in quotes
+  of its own (``the word "teh"``: ``is_quoted_word``), a token of symbols alone (``#``, ``—``, ``->``), or a character
+  the tokenizer cannot write other than the typographic ones below. The model reads what the tokenizer can write of it
+  (``cafe`` for ``café``, nothing for ``→``) so that the sentence still reads as one; the word comes back exactly as
+  written.
 - mapped: a word whose only unwritable characters are typographic quotes, apostrophes, dashes or ellipses. The
   model reads their plain forms (``it's`` for ``it’s``) and may correct the word; its word comes back with the
   typographic characters in their places (``dosn't`` -> ``doesn't`` -> ``doesn’t``), or as written where the model
@@ -111,6 +112,14 @@ COLLOQUIAL_SPELLINGS = frozenset(
 _DROPPED_G = re.compile(r"^[\"(\u2018\u201c]*[A-Za-z]{2,}in['\u2019][.,;:!?)\"\u201d]*$")
 
 
+# a single word in quotes: a word mentioned ('the word "teh"'), a term, a value, a title; the speller wrote 'The word
+# "the" is a common typo of "the"'
+_QUOTED_WORD = re.compile(
+    r"^[(\[]?[\"'\u2018\u201c][^\s\"'\u2018\u2019\u201c\u201d]*[^\W\d_][^\s\"'\u2018\u2019\u201c\u201d]*"
+    r"[\"'\u2019\u201d][.,;:!?)\]]*$"
+)
+
+
 def is_chat_abbreviation(word: str) -> bool:
     """Whether a word (punctuation around it aside, any case) is one of ``CHAT_ABBREVIATIONS``."""
     return _AROUND.match(word).group(1).lower() in CHAT_ABBREVIATIONS
@@ -121,6 +130,12 @@ def is_informal(word: str) -> bool:
     one of ``COLLOQUIAL_SPELLINGS`` (apostrophes straight or curly) or a word ending in ``in'`` for ``ing``."""
     core = _AROUND.match(word).group(1).lower().replace(CURLY_APOSTROPHE, "'")
     return core in CHAT_ABBREVIATIONS or core in COLLOQUIAL_SPELLINGS or bool(_DROPPED_G.match(word))
+
+
+def is_quoted_word(word: str) -> bool:
+    """Whether a word (whitespace-free) is one word in quotes of its own (``"teh"``, ``‘colour’,``), which a corrector
+    leaves as written: a word mentioned rather than used, a term, a value, a title."""
+    return bool(_QUOTED_WORD.match(word))
 
 
 class TokenizerWriting:
@@ -337,7 +352,8 @@ class Layout:
 
 def _word(token: str, writing: TokenizerWriting) -> Word:
     written = writing.writes(token)
-    if is_technical(token) or is_informal(token) or not any(character.isalnum() for character in token):
+    symbols_alone = not any(character.isalnum() for character in token)
+    if is_technical(token) or is_informal(token) or is_quoted_word(token) or symbols_alone:
         return Word(token, token if written else writing.stand_in(token), Kind.KEPT)
     if written:
         return Word(token, token, Kind.FREE)

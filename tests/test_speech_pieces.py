@@ -19,6 +19,7 @@ from seq2spec.commands.main import main
 from seq2spec.whisper import transcription
 from seq2spec.whisper.audio import SAMPLING_RATE, AudioFile, load_audio
 from seq2spec.whisper.speech import (
+    LEAD_IN,
     LONGEST_JOINED_PAUSE,
     PIECE_SAMPLES,
     READ_ACROSS,
@@ -107,6 +108,19 @@ def test_piece_times_map_back_to_the_clip_across_the_left_out_pauses():
     assert piece.word_end(1.5, 2.5) == 2.9 and piece.word_end(2.2, 2.6) == 10.6  # a word ends in its stretch
     clip = np.arange(200_000, dtype=np.float32)
     assert np.array_equal(piece.samples(clip), np.concatenate([clip[16_000:48_000], clip[160_000:176_000]]))
+
+
+def test_speech_from_a_recording_s_first_sample_is_decoded_after_silence():
+    # speech heard from 0.1 s: the piece gets 0.1 s of silence first, so that 0.2 s come before its speech
+    piece = Piece.of(0, (Stretch(0, 32_000, 1_600, 30_000),))
+    assert piece.lead_in == LEAD_IN - 1_600 == 1_600 and len(piece) == 32_000
+    clip = np.arange(1, 40_001, dtype=np.float32)
+    assert np.array_equal(piece.samples(clip), np.concatenate([np.zeros(1_600, np.float32), clip[:32_000]]))
+    assert piece.clip_time(0.05) == 0.1 and piece.clip_time(1.1) == 1.0  # piece times less the lead-in
+    assert Piece.of(0, (Stretch(100, 32_000, 3_300, 30_000),)).lead_in == 0  # not from the first sample
+    assert Piece.of(0, (Stretch(0, 32_000, 3_200, 30_000),)).lead_in == 0  # its margin is whole
+    whole_window = (Stretch(0, PIECE_SAMPLES - 800, 0, PIECE_SAMPLES - 800),)
+    assert Piece.of(0, whole_window).lead_in == 800 and Piece.of(0, whole_window, limit=None).lead_in == LEAD_IN
 
 
 def test_the_fast_scorer_gives_silero_s_own_probabilities_block_by_block():
@@ -316,6 +330,19 @@ def _base_installed() -> bool:
     from test_default_whisper import _base_installed as installed
 
     return installed()
+
+
+@pytest.mark.skipif(not _base_installed(), reason='the embedded base is not installed: "seq2spec[whisper]"')
+def test_speech_from_the_first_sample_keeps_its_first_word():
+    from seq2spec.default_models import load_whisper_base_pair
+
+    speculator = Seq2SeqSpeculator(*load_whisper_base_pair())
+    clip = speech(0)
+    audio = np.concatenate([clip[np.flatnonzero(np.abs(clip) > 0.01)[0] :], silence(1.0)])  # no silence before it
+    arguments = dict(sampling_rate=SAMPLING_RATE, language="en")
+    # decoded from its first sample, base writes "morning train to the coast ..."
+    assert speculator.transcribe(audio, long_form="batched", **arguments).startswith("The morning train")
+    assert speculator.transcribe(audio, vad=True, **arguments).startswith("The morning train")
 
 
 @pytest.mark.skipif(not _base_installed(), reason='the embedded base is not installed: "seq2spec[whisper]"')

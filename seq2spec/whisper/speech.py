@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from seq2spec.whisper.audio import SAMPLING_RATE, AudioFile
-from seq2spec.whisper.voice_activity import Stretch, detection_gain, load_detector, speech_spans
+from seq2spec.whisper.voice_activity import SPEECH_PAD_MS, Stretch, detection_gain, load_detector, speech_spans
 
 __all__ = ["LONG_FORMS", "PIECE_SAMPLES", "Piece", "load_detector", "pack_stretches", "speech_pieces"]
 
@@ -27,26 +27,47 @@ PIECE_SAMPLES = 30 * SAMPLING_RATE  # Whisper's window
 LONGEST_JOINED_PAUSE = 3 * SAMPLING_RATE
 Clip = np.ndarray | AudioFile
 READ_ACROSS = 10 * SAMPLING_RATE  # a file's stretches closer than this are read as one region
+# Whisper drops the first word of speech that starts at a clip's first sample (whisper-base on the sample clips read
+# one after another with no pause: "morning train to the coast ..." without the "The" it writes after 0.2 s of
+# silence); a piece of speech from a recording's first sample is decoded after silence that makes up its margin
+LEAD_IN = SPEECH_PAD_MS * SAMPLING_RATE // 1000
 # decode(pieces' samples) -> one result per piece, in order
 DecodeFn = Callable[[list[np.ndarray]], list[Any]]
 
 
 @dataclass(frozen=True)
 class Piece:
-    """Stretches ``stretches`` (in order) of clip ``clip``, decoded as one clip made of them one after another."""
+    """Stretches ``stretches`` (in order) of clip ``clip``, decoded as one clip made of them one after another,
+    after ``lead_in`` samples of silence."""
 
     clip: int
     stretches: tuple[Stretch, ...]
+    lead_in: int = 0
 
     def __len__(self) -> int:
+        """Samples of the clip in the piece (its lead-in aside)."""
         return sum(len(stretch) for stretch in self.stretches)
 
+    @classmethod
+    def of(cls, clip: int, stretches: tuple[Stretch, ...], limit: int | None = PIECE_SAMPLES) -> Piece:
+        """The piece of ``stretches``, with silence before them where the first starts at the recording's first
+        sample with less than ``LEAD_IN`` of it before its speech, as far as the piece leaves room within ``limit``
+        samples (None: no limit)."""
+        lead_in = 0
+        if stretches and stretches[0].start == 0:
+            lead_in = max(0, LEAD_IN - stretches[0].speech_start)
+            if limit is not None:
+                lead_in = min(lead_in, max(0, limit - sum(len(stretch) for stretch in stretches)))
+        return cls(clip, stretches, lead_in)
+
     def samples(self, clip: Clip) -> np.ndarray:
-        """The piece's audio: its stretches of ``clip`` one after another (from a file, stretches close together
-        are read in one go)."""
+        """The piece's audio: its lead-in, then its stretches of ``clip`` one after another (from a file, stretches
+        close together are read in one go)."""
+        silence = [np.zeros(self.lead_in, dtype=np.float32)] if self.lead_in else []
         if isinstance(clip, np.ndarray):
-            return np.concatenate([clip[s.start : s.end] for s in self.stretches]).astype(np.float32, copy=False)
-        parts: list[np.ndarray] = []
+            spoken = [clip[s.start : s.end] for s in self.stretches]
+            return np.concatenate([*silence, *spoken]).astype(np.float32, copy=False)
+        parts: list[np.ndarray] = list(silence)
         run: list[Stretch] = []
         for stretch in (*self.stretches, None):
             if run and (stretch is None or stretch.start - run[-1].end > READ_ACROSS):
@@ -59,15 +80,16 @@ class Piece:
 
     def _stretch_at(self, seconds: float, is_end: bool) -> tuple[int, float]:
         offsets = list(accumulate((len(stretch) for stretch in self.stretches), initial=0))
-        at = min(max(seconds * SAMPLING_RATE, 0.0), offsets[-1])
+        at = min(max(seconds * SAMPLING_RATE - self.lead_in, 0.0), offsets[-1])
         index = (bisect_left(offsets, at) if is_end else bisect_right(offsets, at)) - 1
         index = min(max(index, 0), len(self.stretches) - 1)
         return index, self.stretches[index].start + at - offsets[index]
 
     def clip_time(self, seconds: float, is_end: bool = False) -> float:
         """The clip's time of a time in the piece, within the speech of its stretch: a time in a stretch's margin
-        moves to where the detector heard speech begin or end; an end that falls where two stretches meet
-        belongs to the first, a start to the second; times past the piece's end belong to its last stretch."""
+        (or in the lead-in) moves to where the detector heard speech begin or end; an end that falls where two
+        stretches meet belongs to the first, a start to the second; times past the piece's end belong to its last
+        stretch."""
         index, sample = self._stretch_at(seconds, is_end)
         stretch = self.stretches[index]
         return min(max(sample, stretch.speech_start), stretch.speech_end) / SAMPLING_RATE
@@ -119,7 +141,7 @@ def clip_speech(clip: Clip) -> list[Stretch]:
 def speech_pieces(clip: Clip, index: int = 0, timed: bool = False) -> list[Piece]:
     """The pieces of ``clip``'s speech, in order; ``timed`` (timestamps asked for): a long pause ends a piece."""
     longest_pause = LONGEST_JOINED_PAUSE if timed else None
-    return [Piece(index, group) for group in pack_stretches(clip_speech(clip), longest_pause=longest_pause)]
+    return [Piece.of(index, group) for group in pack_stretches(clip_speech(clip), longest_pause=longest_pause)]
 
 
 def _in_clip_time(items: list[dict[str, Any]], piece: Piece, words: bool) -> list[dict[str, Any]]:
@@ -188,7 +210,7 @@ def transcribe_speech_only(
     """Each clip's result (see ``joined``) from ``decode`` of its speech alone: all its stretches one after another,
     what lies between them left out, decoded as one recording (``decode`` reports its own progress). ``report`` is
     called with the seconds left out, at the end."""
-    pieces = [Piece(index, tuple(clip_speech(clip))) for index, clip in enumerate(clips)]
+    pieces = [Piece.of(index, tuple(clip_speech(clip)), limit=None) for index, clip in enumerate(clips)]
     spoken = [piece for piece in pieces if piece.stretches]
     decoded = iter(decode([piece.samples(clips[piece.clip]) for piece in spoken]) if spoken else [])
     report((sum(len(clip) for clip in clips) - sum(len(piece) for piece in pieces)) / SAMPLING_RATE)

@@ -322,7 +322,9 @@ def add_parser(commands) -> argparse.ArgumentParser:
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    transcribe.add_argument("inputs", nargs="+", help="audio files and folders")
+    transcribe.add_argument(
+        "inputs", nargs="+", help="audio files and folders (wav, flac, mp3, ogg, ...; m4a, mp4, webm through PyAV)"
+    )
     transcribe.add_argument("--out", type=Path, required=True, help="JSONL results (appended; a rerun resumes)")
     transcribe.add_argument("--model", help="Whisper model name or path (default: the embedded whisper-base)")
     transcribe.add_argument(

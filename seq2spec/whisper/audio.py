@@ -1,8 +1,11 @@
-"""Reading audio for transcription: any format soundfile reads, mixed down to mono, resampled to 16 kHz (soxr)."""
+"""Reading audio for transcription: any format soundfile reads, and through PyAV the containers it cannot (``.m4a``,
+``.mp4``, ``.webm``: ``containers``), mixed down to mono, resampled to 16 kHz (soxr)."""
 
 from __future__ import annotations
 
+import contextlib
 import os
+import weakref
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
@@ -17,14 +20,17 @@ class AudioError(ValueError):
 
 
 def audio_extensions() -> set[str]:
-    """File extensions treated as audio: those of every format soundfile reads, plus common aliases."""
+    """File extensions treated as audio: those of every format soundfile reads, common aliases, and the containers
+    read through PyAV (a file of one of them without PyAV installed gets an error saying so)."""
+    from seq2spec.whisper.containers import CONTAINER_EXTENSIONS
+
     try:
         import soundfile
 
         formats = {f".{name.lower()}" for name in soundfile.available_formats()}
     except ImportError:
         formats = set()
-    return formats | _EXTRA_EXTENSIONS
+    return formats | _EXTRA_EXTENSIONS | CONTAINER_EXTENSIONS
 
 
 def find_audio(inputs: Iterable[str | Path]) -> list[Path]:
@@ -99,13 +105,19 @@ def load_audio(path: str | Path) -> np.ndarray:
     """The file's samples as float32 mono 16 kHz; ``AudioError`` naming the file when it is unusable."""
     import soundfile
 
+    from seq2spec.whisper.containers import is_container, transcoded
+
     path = Path(path)
+    source = transcoded(path) if is_container(path) else path
     try:
-        with open(path, "rb") as handle:  # opened here: a file name that is not valid UTF-8 still works
+        with open(source, "rb") as handle:  # opened here: a file name that is not valid UTF-8 still works
             samples, sampling_rate = soundfile.read(handle, dtype="float32", always_2d=True)
     except Exception as error:  # noqa: BLE001 - every reader failure becomes a record, not a crash
         reason = str(error).strip() or type(error).__name__
         raise AudioError(f"{path}: cannot be read as audio ({reason})") from error
+    finally:
+        if source != path:
+            os.remove(source)
     if samples.shape[0] == 0:
         raise AudioError(f"{path}: contains no audio samples")
     try:
@@ -118,6 +130,10 @@ def duration_seconds(path: str | Path) -> float:
     """Length from the header (0.0 when unreadable: such files sort first and fail when loaded)."""
     import soundfile
 
+    from seq2spec.whisper.containers import container_seconds, is_container
+
+    if is_container(path):
+        return container_seconds(path)
     try:
         with open(path, "rb") as handle:
             info = soundfile.info(handle)
@@ -126,17 +142,29 @@ def duration_seconds(path: str | Path) -> float:
         return 0.0
 
 
+def _remove(path: Path) -> None:
+    with contextlib.suppress(FileNotFoundError):
+        os.remove(path)
+
+
 class AudioFile:
     """A file read only where it is needed: in blocks from start to end (``blocks``) or one stretch of it
     (``read``), as float32 mono 16 kHz, so a long recording is never held whole. The header is read at once:
-    ``AudioError`` naming the file when it cannot be read or holds no samples."""
+    ``AudioError`` naming the file when it cannot be read or holds no samples. A container read through PyAV is
+    decoded first into a temporary WAV file (``containers``), removed with the ``AudioFile``."""
 
     def __init__(self, path: str | Path) -> None:
         import soundfile
 
+        from seq2spec.whisper.containers import is_container, transcoded
+
         self.path = Path(path)
+        self.source = self.path  # the file read: a container's decoded copy
+        if is_container(self.path):
+            self.source = transcoded(self.path)
+            weakref.finalize(self, _remove, self.source)
         try:
-            with open(self.path, "rb") as handle:
+            with open(self.source, "rb") as handle:
                 info = soundfile.info(handle)
         except Exception as error:  # noqa: BLE001 - every reader failure names the file
             raise self._error(error) from error
@@ -169,7 +197,7 @@ class AudioFile:
         if self.sampling_rate != SAMPLING_RATE:
             resampler = soxr.ResampleStream(self.sampling_rate, SAMPLING_RATE, 1, dtype="float32", quality="HQ")
         try:
-            with open(self.path, "rb") as handle, soundfile.SoundFile(handle) as reader:
+            with open(self.source, "rb") as handle, soundfile.SoundFile(handle) as reader:
                 while True:
                     samples = reader.read(max(1, round(seconds * self.sampling_rate)), "float32", always_2d=True)
                     last = len(samples) == 0
@@ -196,7 +224,7 @@ class AudioFile:
         step = self.sampling_rate // math.gcd(self.sampling_rate, SAMPLING_RATE)  # frames on the 16-kHz grid
         first = max(0, (int(start * scale) - margin) // step * step)
         try:
-            with open(self.path, "rb") as handle, soundfile.SoundFile(handle) as reader:
+            with open(self.source, "rb") as handle, soundfile.SoundFile(handle) as reader:
                 reader.seek(min(first, self.frames))
                 samples = reader.read(int(np.ceil(end * scale)) + margin - first, "float32", always_2d=True)
         except Exception as error:  # noqa: BLE001
@@ -211,4 +239,4 @@ class AudioFile:
         return np.pad(stretch, (0, end - start - len(stretch)))
 
     def whole(self) -> np.ndarray:
-        return load_audio(self.path)
+        return load_audio(self.source)

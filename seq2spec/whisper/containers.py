@@ -58,11 +58,10 @@ def transcoded(path: str | Path) -> Path:
             for frame in container.decode(stream):
                 written += _write(out, resampler.resample(frame))
             written += _write(out, resampler.resample(None))  # what the resampler still holds
-    except AudioError:
+    except BaseException as error:  # the partial copy never stays behind, not even after Ctrl-C
         os.remove(target)
-        raise
-    except Exception as error:  # noqa: BLE001 - every decoder failure names the file
-        os.remove(target)
+        if isinstance(error, AudioError) or not isinstance(error, Exception):
+            raise
         reason = str(error).strip() or type(error).__name__
         raise AudioError(f"{path}: cannot be read as audio ({reason})") from error
     if written == 0:

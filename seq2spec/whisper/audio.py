@@ -11,19 +11,15 @@ from pathlib import Path
 
 import numpy as np
 
-SAMPLING_RATE = 16_000
+from seq2spec.whisper.audio_types import SAMPLING_RATE, AudioError
+from seq2spec.whisper.containers import CONTAINER_EXTENSIONS, container_seconds, is_container, transcoded
+
 _EXTRA_EXTENSIONS = {".wav", ".flac", ".ogg", ".oga", ".opus", ".mp3", ".aiff", ".aif", ".au", ".caf", ".w64"}
-
-
-class AudioError(ValueError):
-    """An input that cannot be used as audio; the message names the file and the reason."""
 
 
 def audio_extensions() -> set[str]:
     """File extensions treated as audio: those of every format soundfile reads, common aliases, and the containers
     read through PyAV (a file of one of them without PyAV installed gets an error saying so)."""
-    from seq2spec.whisper.containers import CONTAINER_EXTENSIONS
-
     try:
         import soundfile
 
@@ -105,8 +101,6 @@ def load_audio(path: str | Path) -> np.ndarray:
     """The file's samples as float32 mono 16 kHz; ``AudioError`` naming the file when it is unusable."""
     import soundfile
 
-    from seq2spec.whisper.containers import is_container, transcoded
-
     path = Path(path)
     source = transcoded(path) if is_container(path) else path
     try:
@@ -129,8 +123,6 @@ def load_audio(path: str | Path) -> np.ndarray:
 def duration_seconds(path: str | Path) -> float:
     """Length from the header (0.0 when unreadable: such files sort first and fail when loaded)."""
     import soundfile
-
-    from seq2spec.whisper.containers import container_seconds, is_container
 
     if is_container(path):
         return container_seconds(path)
@@ -155,8 +147,6 @@ class AudioFile:
 
     def __init__(self, path: str | Path) -> None:
         import soundfile
-
-        from seq2spec.whisper.containers import is_container, transcoded
 
         self.path = Path(path)
         self.source = self.path  # the file read: a container's decoded copy

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
-from seq2spec.whisper.audio import SAMPLING_RATE, AudioError
+from seq2spec.whisper.audio_types import SAMPLING_RATE, AudioError
 
 CONTAINER_EXTENSIONS = frozenset(
     {".m4a", ".m4b", ".mp4", ".aac", ".webm", ".mkv", ".mka", ".mov", ".wma", ".amr", ".3gp", ".avi"}

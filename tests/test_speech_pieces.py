@@ -49,6 +49,11 @@ def silence(seconds: float) -> np.ndarray:
     return np.zeros(int(seconds * SAMPLING_RATE), dtype=np.float32)
 
 
+def from_first_sound(samples: np.ndarray) -> np.ndarray:
+    """``samples`` from their first sample above 0.01: no silence before the speech."""
+    return samples[np.flatnonzero(np.abs(samples) > 0.01)[0] :]
+
+
 def composed(parts: list[np.ndarray | float]) -> tuple[np.ndarray, list[int]]:
     """Clips and silences (seconds) one after another, and where each clip starts."""
     pieces, starts, at = [], [], 0
@@ -290,7 +295,9 @@ def test_each_piece_is_the_model_s_own_output_for_it(toy_speculator):
         )[0],
         composed([speech(7), 3.0])[0],
         silence(5.0),
+        composed([from_first_sound(speech(2)), 1.0])[0],  # speech from the first sample: a piece with a lead-in
     ]
+    assert speech_pieces(files[3])[0].lead_in > 0
     arguments = dict(sampling_rate=SAMPLING_RATE, language="en")
     processor = toy_speculator.processor
     batched = toy_speculator.transcribe(files, long_form="batched", batch_size=3, return_timestamps=True, **arguments)
@@ -337,8 +344,7 @@ def test_speech_from_the_first_sample_keeps_its_first_word():
     from seq2spec.default_models import load_whisper_base_pair
 
     speculator = Seq2SeqSpeculator(*load_whisper_base_pair())
-    clip = speech(0)
-    audio = np.concatenate([clip[np.flatnonzero(np.abs(clip) > 0.01)[0] :], silence(1.0)])  # no silence before it
+    audio = np.concatenate([from_first_sound(speech(0)), silence(1.0)])  # no silence before the speech
     arguments = dict(sampling_rate=SAMPLING_RATE, language="en")
     # decoded from its first sample, base writes "morning train to the coast ..."
     assert speculator.transcribe(audio, long_form="batched", **arguments).startswith("The morning train")

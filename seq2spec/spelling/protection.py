@@ -120,11 +120,6 @@ _QUOTED_WORD = re.compile(
 )
 
 
-def is_chat_abbreviation(word: str) -> bool:
-    """Whether a word (punctuation around it aside, any case) is one of ``CHAT_ABBREVIATIONS``."""
-    return _AROUND.match(word).group(1).lower() in CHAT_ABBREVIATIONS
-
-
 def is_informal(word: str) -> bool:
     """Whether a word (whitespace-free) is informal writing a corrector must leave as written: a chat abbreviation,
     one of ``COLLOQUIAL_SPELLINGS`` (apostrophes straight or curly) or a word ending in ``in'`` for ``ing``."""

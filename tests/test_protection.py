@@ -264,8 +264,9 @@ def test_the_shipped_speller_keeps_real_text_intact(speller_tokenizer):
     # letters alone are variables and labels, not typos: without the rule the speller wrote "x = u where + z;"
     code = ["x = y + z;", "x = y ~ z;", "Set x to y and choose plan B."]
     assert speculator.correct(code) == code
-    # chat abbreviations are no typos: without the list the speller wrote "look nop" and "disk this, maybe ttyl"
-    chat = ["lol ok np", "idk tbh, maybe ttyl", "can u send it asap? thx!"]
+    # chat abbreviations are no typos: without the list the speller wrote "look nop", "disk this, maybe ttyl", "Oak,
+    # see you soon." and "Look oak, fine."
+    chat = ["lol ok np", "idk tbh, maybe ttyl", "can u send it asap? thx!", "Ok, see you soon.", "Ok ok ok, fine."]
     assert speculator.correct(chat) == chat
     # nor are colloquial spellings, dropped g's or names such as iMac: without the rules the speller wrote "time a
     # break", "we could", "y'll", "Nothing's much, just sitting'", "Macc" and "Tunes"

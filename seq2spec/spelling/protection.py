@@ -93,11 +93,12 @@ def is_technical(word: str) -> bool:
     return bool(core) and any(pattern.search(core) for pattern in _TECHNICAL)
 
 
-# Abbreviations of chat and e-mail that are no typos: a corrector made "lol ok np" into "look nop" and "idk tbh" into
-# "disk this". None of them is a word of the spelling sets' sources (recipes/data).
+# Abbreviations of chat and e-mail that are no typos: a corrector made "lol ok np" into "look nop", "idk tbh" into
+# "disk this" and "Ok, see you soon." into "Oak, see you soon.". None of them but "ok" (as itself, twice) is a word of
+# the spelling sets' sources (recipes/data).
 CHAT_ABBREVIATIONS = frozenset(
     "afaik afk asap atm bbl bc bday bff brb btw convo cuz dm fomo ftw fwiw fyi gtg hbu icymi idc idk iirc ikr ily imho "
-    "imo irl jk lmao lmfao lmk lol msg nsfw nvm ofc omfg omg pls plz ppl rn rofl smh tbd tbf tbh thnx thx tks tmr "
+    "imo irl jk lmao lmfao lmk lol msg nsfw nvm ofc ok omfg omg pls plz ppl rn rofl smh tbd tbf tbh thnx thx tks tmr "
     "tmrw ttyl ty ur wbu wtf wyd yolo".split()
 )
 

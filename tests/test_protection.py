@@ -111,7 +111,9 @@ def test_a_word_in_quotes_of_its_own_is_recognised():
 def test_informal_writing_is_recognised():
     for word in ["lol", "IDK,", "gimme", "Coulda", "y'all", "Y’all?", "sittin'", "Nothin'.", "(chillin')", "ain't"]:
         assert is_informal(word), word
-    for word in ["the", "in'", "'begin'", "tin'", "again", "win", "it's", "gimmes", "you'll", "going"]:
+    for word in ["Haha", "hahaha!", "hehe", "Omw,", "yw."]:
+        assert is_informal(word), word
+    for word in ["the", "in'", "'begin'", "tin'", "again", "win", "it's", "gimmes", "you'll", "going", "ha", "hah"]:
         assert not is_informal(word), word
 
 
@@ -265,8 +267,9 @@ def test_the_shipped_speller_keeps_real_text_intact(speller_tokenizer):
     code = ["x = y + z;", "x = y ~ z;", "Set x to y and choose plan B."]
     assert speculator.correct(code) == code
     # chat abbreviations are no typos: without the list the speller wrote "look nop", "disk this, maybe ttyl", "Oak,
-    # see you soon." and "Look oak, fine."
-    chat = ["lol ok np", "idk tbh, maybe ttyl", "can u send it asap? thx!", "Ok, see you soon.", "Ok ok ok, fine."]
+    # see you soon.", "Look oak, fine.", "Know, be there in 5.", "Has ok." and "Ye."
+    chat = ["lol ok np", "idk tbh, maybe ttyl", "can u send it asap? thx!", "Ok, see you soon.", "Ok ok ok, fine.",
+            "Omw, be there in 5.", "Haha ok.", "Yw."]  # fmt: skip
     assert speculator.correct(chat) == chat
     # nor are colloquial spellings, dropped g's or names such as iMac: without the rules the speller wrote "time a
     # break", "we could", "y'll", "Nothing's much, just sitting'", "Macc" and "Tunes"

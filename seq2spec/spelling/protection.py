@@ -94,20 +94,22 @@ def is_technical(word: str) -> bool:
 
 
 # Abbreviations of chat and e-mail that are no typos: a corrector made "lol ok np" into "look nop", "idk tbh" into
-# "disk this" and "Ok, see you soon." into "Oak, see you soon.". None of them but "ok" (as itself, twice) is a word of
-# the spelling sets' sources (recipes/data).
+# "disk this", "Ok, see you soon." into "Oak, see you soon.", "Omw" into "Know" and "Yw." into "Ye.". None of them but
+# "ok" (as itself, twice) is a word of the spelling sets' sources (recipes/data).
 CHAT_ABBREVIATIONS = frozenset(
     "afaik afk asap atm bbl bc bday bff brb btw convo cuz dm fomo ftw fwiw fyi gtg hbu icymi idc idk iirc ikr ily imho "
-    "imo irl jk lmao lmfao lmk lol msg nsfw nvm ofc ok omfg omg pls plz ppl rn rofl smh tbd tbf tbh thnx thx tks tmr "
-    "tmrw ttyl ty ur wbu wtf wyd yolo".split()
+    "imo irl jk lmao lmfao lmk lol msg nsfw nvm ofc ok omfg omg omw pls plz ppl rn rofl smh tbd tbf tbh thnx thx tks "
+    "tmr tmrw ttyl ty ur wbu wtf wyd yolo yw".split()
 )
+# laughter: haha, hahaha, hehe ("Haha ok." had become "Has ok.")
+_LAUGHTER = re.compile(r"(?:ha){2,}h?|(?:he){2,}h?|(?:hi){2,}h?")
 
 
 # Informal spellings of spoken English, which a writer chooses: the speller wrote "time" for "gimme", "could" for
 # "coulda", "have" for "hafta", "trina" for "tryna" and "you'll" for "y'all".
 COLLOQUIAL_SPELLINGS = frozenset(
     "ain't betcha c'mon coulda dontcha dunno finna gimme gonna gotcha gotta hafta hasta imma innit kinda lemme lotta "
-    "musta oughta outta shoulda sorta tryna wanna whatcha woulda ya'll y'all".split()
+    "musta oughta outta shoulda sorta tryna wanna whatcha whatevs woulda ya'll y'all".split()
 )
 # a dropped g written as an apostrophe: nothin', sittin', chillin' (the speller wrote "sitting'" and "Nothing's")
 _DROPPED_G = re.compile(r"^[\"(\u2018\u201c]*[A-Za-z]{2,}in['\u2019][.,;:!?)\"\u201d]*$")
@@ -123,9 +125,12 @@ _QUOTED_WORD = re.compile(
 
 def is_informal(word: str) -> bool:
     """Whether a word (whitespace-free) is informal writing a corrector must leave as written: a chat abbreviation,
-    one of ``COLLOQUIAL_SPELLINGS`` (apostrophes straight or curly) or a word ending in ``in'`` for ``ing``."""
+    laughter, one of ``COLLOQUIAL_SPELLINGS`` (apostrophes straight or curly) or a word ending in ``in'`` for
+    ``ing``."""
     core = _AROUND.match(word).group(1).lower().replace(CURLY_APOSTROPHE, "'")
-    return core in CHAT_ABBREVIATIONS or core in COLLOQUIAL_SPELLINGS or bool(_DROPPED_G.match(word))
+    if core in CHAT_ABBREVIATIONS or core in COLLOQUIAL_SPELLINGS or _LAUGHTER.fullmatch(core):
+        return True
+    return bool(_DROPPED_G.match(word))
 
 
 def is_quoted_word(word: str) -> bool:

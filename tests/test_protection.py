@@ -267,9 +267,9 @@ def test_the_shipped_speller_keeps_real_text_intact(speller_tokenizer):
     code = ["x = y + z;", "x = y ~ z;", "Set x to y and choose plan B."]
     assert speculator.correct(code) == code
     # chat abbreviations are no typos: without the list the speller wrote "look nop", "disk this, maybe ttyl", "Oak,
-    # see you soon.", "Look oak, fine.", "Know, be there in 5.", "Has ok." and "Ye."
+    # see you soon.", "Look oak, fine.", "Know, be there in 5.", "Has ok.", "Ye.", "His Sarah," and "Bud! ..."
     chat = ["lol ok np", "idk tbh, maybe ttyl", "can u send it asap? thx!", "Ok, see you soon.", "Ok ok ok, fine.",
-            "Omw, be there in 5.", "Haha ok.", "Yw."]  # fmt: skip
+            "Omw, be there in 5.", "Haha ok.", "Yw.", "Hi Sarah,", "Hbd! Have a gr8 one"]  # fmt: skip
     assert speculator.correct(chat) == chat
     # nor are colloquial spellings, dropped g's or names such as iMac: without the rules the speller wrote "time a
     # break", "we could", "y'll", "Nothing's much, just sitting'", "Macc" and "Tunes"

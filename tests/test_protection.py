@@ -272,11 +272,14 @@ def test_the_shipped_speller_keeps_real_text_intact(speller_tokenizer):
             "Omw, be there in 5.", "Haha ok.", "Yw.", "Hi Sarah,", "Hbd! Have a gr8 one"]  # fmt: skip
     assert speculator.correct(chat) == chat
     # nor are colloquial spellings, dropped g's or names such as iMac: without the rules the speller wrote "time a
-    # break", "we could", "y'll", "Nothing's much, just sitting'", "Macc" and "Tunes"
+    # break", "we could", "y'll", "Nothing's much, just sitting'", "Macc", "Tunes", "Hush oh", "She, be quiet",
+    # "Past", "May", "Oil", "Awe", "Gym everyone!" and "the wifi off"
     informal = [
         "C'mon, gimme a break, we coulda won.",
         "Ya'll better come, y'all hear?",
         "Nothin' much, just sittin' and chillin'.",
+        "Uh oh. Shh, be quiet. Psst, over here. Yay, we won! Oi, mate! Aww, so cute.",
+        "Gm everyone! Btw the wifi pw is on the fridge.",
         "My iPad and iMac sync through iCloud and iTunes.",
     ]
     assert speculator.correct(informal) == informal

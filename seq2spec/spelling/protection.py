@@ -98,19 +98,22 @@ def is_technical(word: str) -> bool:
 # "Hbd!" into "Bud!" and the greeting line "Hi Sarah," into "His Sarah,". None of them but "ok" and "hi" (each as
 # itself, twice) is a word of the spelling sets' sources (recipes/data).
 CHAT_ABBREVIATIONS = frozenset(
-    "afaik afk asap atm bbl bc bday bff brb btw convo cuz dm fomo ftw fwiw fyi gtg hbd hbu hi icymi idc idk iirc ikr "
-    "ily imho imo irl jk lmao lmfao lmk lol msg nsfw nvm ofc ok omfg omg omw pls plz ppl rn rofl smh tbd tbf tbh thnx "
-    "thx tks tmr tmrw ttyl ty ur wbu wtf wyd yolo yw".split()
+    "afaik afk asap atm bbl bc bday bff brb btw convo cuz dm fomo ftw fwiw fyi gm gn gtg hbd hbu hi icymi idc idk iirc "
+    "ikr ily imho imo irl jk lmao lmfao lmk lol msg nsfw nvm ofc ok omfg omg omw pls plz ppl pw rn rofl smh tbd tbf "
+    "tbh thnx thx tks tmr tmrw ttyl ty ur wbu wtf wyd yolo yw".split()
 )
 # laughter: haha, hahaha, hehe ("Haha ok." had become "Has ok.")
 _LAUGHTER = re.compile(r"(?:ha){2,}h?|(?:he){2,}h?|(?:hi){2,}h?")
 
 
-# Informal spellings of spoken English, which a writer chooses: the speller wrote "time" for "gimme", "could" for
-# "coulda", "have" for "hafta", "trina" for "tryna" and "you'll" for "y'all".
+# Informal spellings of spoken English and its interjections, which a writer chooses: the speller wrote "time" for
+# "gimme", "could" for "coulda", "have" for "hafta", "trina" for "tryna", "you'll" for "y'all", "Hush" for "Uh",
+# "She" for "Shh", "Past" for "Psst", "May" for "Yay" and "Oil" for "Oi". ("yo" is left out: the out-of-domain
+# spelling set writes it for "you".)
 COLLOQUIAL_SPELLINGS = frozenset(
-    "ain't betcha c'mon coulda dontcha dunno finna gimme gonna gotcha gotta hafta hasta imma innit kinda lemme lotta "
-    "musta oughta outta shoulda sorta tryna wanna whatcha whatevs woulda ya'll y'all".split()
+    "ain't aww betcha c'mon coulda dontcha dunno finna gimme gonna gotcha gotta hafta hasta imma innit kinda lemme "
+    "lotta musta oi oughta outta psst shh shoulda sorta tryna uh uhh umm wanna whatcha whatevs woulda ya'll y'all "
+    "yay".split()
 )
 # a dropped g written as an apostrophe: nothin', sittin', chillin' (the speller wrote "sitting'" and "Nothing's")
 _DROPPED_G = re.compile(r"^[\"(\u2018\u201c]*[A-Za-z]{2,}in['\u2019][.,;:!?)\"\u201d]*$")

@@ -267,9 +267,11 @@ def test_the_shipped_speller_keeps_real_text_intact(speller_tokenizer):
     code = ["x = y + z;", "x = y ~ z;", "Set x to y and choose plan B."]
     assert speculator.correct(code) == code
     # chat abbreviations are no typos: without the list the speller wrote "look nop", "disk this, maybe ttyl", "Oak,
-    # see you soon.", "Look oak, fine.", "Know, be there in 5.", "Has ok.", "Ye.", "His Sarah," and "Bud! ..."
+    # see you soon.", "Look oak, fine.", "Know, be there in 5.", "Has ok.", "Ye.", "His Sarah,", "Bud! ..." and "a
+    # few mind, max an her"
     chat = ["lol ok np", "idk tbh, maybe ttyl", "can u send it asap? thx!", "Ok, see you soon.", "Ok ok ok, fine.",
-            "Omw, be there in 5.", "Haha ok.", "Yw.", "Hi Sarah,", "Hbd! Have a gr8 one"]  # fmt: skip
+            "Omw, be there in 5.", "Haha ok.", "Yw.", "Hi Sarah,", "Hbd! Have a gr8 one",
+            "It takes a few mins, max an hr."]  # fmt: skip
     assert speculator.correct(chat) == chat
     # nor are colloquial spellings, dropped g's or names such as iMac: without the rules the speller wrote "time a
     # break", "we could", "y'll", "Nothing's much, just sitting'", "Macc", "Tunes", "Hush oh", "She, be quiet",

@@ -95,12 +95,13 @@ def is_technical(word: str) -> bool:
 
 # Abbreviations and greetings of chat and e-mail that are no typos: a corrector made "lol ok np" into "look nop",
 # "idk tbh" into "disk this", "Ok, see you soon." into "Oak, see you soon.", "Omw" into "Know", "Yw." into "Ye.",
-# "Hbd!" into "Bud!" and the greeting line "Hi Sarah," into "His Sarah,". None of them but "ok" and "hi" (each as
-# itself, twice) is a word of the spelling sets' sources (recipes/data).
+# "Hbd!" into "Bud!", the greeting line "Hi Sarah," into "His Sarah," and "a few mins, max an hr" into "a few mind,
+# max an her". None of them but "ok" and "hi" (each as itself, twice) is a word of the spelling sets' sources
+# (recipes/data).
 CHAT_ABBREVIATIONS = frozenset(
-    "afaik afk asap atm bbl bc bday bff brb btw convo cuz dm fomo ftw fwiw fyi gm gn gtg hbd hbu hi icymi idc idk iirc "
-    "ikr ily imho imo irl jk lmao lmfao lmk lol msg nsfw nvm ofc ok omfg omg omw pls plz ppl pw rn rofl smh tbd tbf "
-    "tbh thnx thx tks tmr tmrw ttyl ty ur wbu wtf wyd yolo yw".split()
+    "afaik afk asap atm bbl bc bday bff brb btw convo cuz dm fomo ftw fwiw fyi gm gn gtg hbd hbu hi hr hrs icymi idc "
+    "idk iirc ikr ily imho imo irl jk lmao lmfao lmk lol mins msg nsfw nvm ofc ok omfg omg omw pls plz ppl pw rn rofl "
+    "secs smh tbd tbf tbh thnx thx tks tmr tmrw ttyl ty ur wbu wks wtf wyd yolo yrs yw".split()
 )
 # laughter: haha, hahaha, hehe ("Haha ok." had become "Has ok.")
 _LAUGHTER = re.compile(r"(?:ha){2,}h?|(?:he){2,}h?|(?:hi){2,}h?")

@@ -18,7 +18,7 @@ def _reference(big, tokenizer, texts, **kwargs) -> list[str]:
 
 TEXTS = [
     "Thsi sentense has a fwe mistakes.",
-    "ok",
+    "on",
     "",
     "A much longer line of text, with punctuation; it should be batched with its peers by length!",
     "short one",

@@ -444,3 +444,26 @@ def test_the_command_s_vad_decodes_each_file_s_speech_alone(toy_whisper_dirs, tm
     expected = speculator.transcribe(folder / "talk.wav", language="en", vad=True, return_timestamps=True)
     assert {key: records["talk.wav"][key] for key in ("text", "segments")} == expected and expected["text"]
     assert records["quiet.wav"]["text"] == "" and records["quiet.wav"]["segments"] == []
+
+
+@pytest.mark.parametrize("flag", [["--long-form", "batched"], ["--vad"]])
+def test_a_file_that_fails_part_way_costs_only_its_own_record(toy_whisper_dirs, tmp_path, capsys, flag):
+    """Files whose header reads but whose samples fail further on (a FLAC cut off in a copy, float samples with a
+    NaN): each gets an error record naming the file and what went wrong, and the other files of the batch are
+    decoded together, not retried one by one."""
+    talk = composed([2.0, speech(1), 3.0, speech(2), 1.0])[0]
+    folder, out, argv = talk_and_quiet(tmp_path, talk, 5.0, toy_whisper_dirs[0])
+    soundfile.write(folder / "whole.flac", talk, SAMPLING_RATE, subtype="PCM_16")
+    encoded = (folder / "whole.flac").read_bytes()
+    (folder / "cut.flac").write_bytes(encoded[: len(encoded) * 2 // 3])
+    broken = talk.copy()
+    broken[len(broken) // 2] = np.nan
+    soundfile.write(folder / "nan.wav", broken, SAMPLING_RATE, subtype="FLOAT")
+    assert main([*argv, *flag]) == 1  # files without a transcript
+    err = capsys.readouterr().err
+    assert "one by one" not in err and "attention mask" not in err
+    records = {Path(r["file"]).name: r for r in map(json.loads, out.read_text().splitlines())}
+    assert records["cut.flac"]["error"] == f"{folder / 'cut.flac'}: cannot be read as audio (flac decoder lost sync)"
+    assert records["nan.wav"]["error"] == f"{folder / 'nan.wav'}: the audio holds NaN or infinite samples"
+    assert records["talk.wav"]["text"] and records["whole.flac"]["text"] == records["talk.wav"]["text"]
+    assert records["quiet.wav"]["text"] == ""

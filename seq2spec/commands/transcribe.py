@@ -29,7 +29,7 @@ from seq2spec.commands.outputs import JsonlRecords, OutputError, OutputLock, che
 from seq2spec.commands.stopping import exit_status, stops_deferred
 from seq2spec.whisper.audio import AudioError, AudioFile, duration_seconds, find_audio, load_audio
 from seq2spec.whisper.progress import AudioProgress
-from seq2spec.whisper.speech import LONG_FORMS, load_detector
+from seq2spec.whisper.speech import LONG_FORMS, clip_speech, load_detector
 
 
 def same_file(path: str | Path) -> str:
@@ -119,7 +119,10 @@ def transcribe_records(
     read = AudioFile if long_form == "batched" or vad else load_audio  # read stretch by stretch
     for path in paths:
         try:
-            clips.append(read(path))
+            clip = read(path)
+            if isinstance(clip, AudioFile):
+                clip_speech(clip)  # read to its end here: a file that fails part-way costs its own record only
+            clips.append(clip)
             names.append(path)
         except AudioError as error:
             records.append({"file": str(path), "error": str(error)})

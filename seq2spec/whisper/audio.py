@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import weakref
 from collections.abc import Iterable, Iterator
 from pathlib import Path
@@ -97,6 +98,15 @@ def to_mono_16k(samples: np.ndarray, sampling_rate: int) -> np.ndarray:
     return samples
 
 
+def reader_reason(error: Exception) -> str:
+    """What a reader's exception says, without libsndfile's "Error opening <handle>: " and "Error : " lead-ins
+    (the file is named by the caller)."""
+    reason = str(error).strip()
+    reason = re.sub(r"^Error opening <[^>]*>:\s*", "", reason)
+    reason = re.sub(r"^Error\s*:\s*", "", reason)
+    return reason.rstrip(".") or type(error).__name__
+
+
 def load_audio(path: str | Path) -> np.ndarray:
     """The file's samples as float32 mono 16 kHz; ``AudioError`` naming the file when it is unusable."""
     import soundfile
@@ -107,8 +117,7 @@ def load_audio(path: str | Path) -> np.ndarray:
         with open(source, "rb") as handle:  # opened here: a file name that is not valid UTF-8 still works
             samples, sampling_rate = soundfile.read(handle, dtype="float32", always_2d=True)
     except Exception as error:  # noqa: BLE001 - every reader failure becomes a record, not a crash
-        reason = str(error).strip() or type(error).__name__
-        raise AudioError(f"{path}: cannot be read as audio ({reason})") from error
+        raise AudioError(f"{path}: cannot be read as audio ({reader_reason(error)})") from error
     finally:
         if source != path:
             os.remove(source)
@@ -168,8 +177,7 @@ class AudioFile:
         return round(self.frames * SAMPLING_RATE / self.sampling_rate)
 
     def _error(self, error: Exception) -> AudioError:
-        reason = str(error).strip() or type(error).__name__
-        return AudioError(f"{self.path}: cannot be read as audio ({reason})")
+        return AudioError(f"{self.path}: cannot be read as audio ({reader_reason(error)})")
 
     def _mono(self, samples: np.ndarray) -> np.ndarray:
         try:

@@ -7,6 +7,7 @@ batch, not the file."""
 
 from __future__ import annotations
 
+import weakref
 from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -130,9 +131,23 @@ def blocks_of(clip: Clip) -> Iterator[np.ndarray] | np.ndarray:
     return clip if isinstance(clip, np.ndarray) else clip.blocks()
 
 
+# a file's stretches of speech, found once: ``transcribe_records`` scans each file on its own first (a file that fails
+# part-way gets its own error record, not its batch's), and the decoding then finds the same stretches here
+_FILE_SPEECH: weakref.WeakKeyDictionary[AudioFile, tuple[Stretch, ...]] = weakref.WeakKeyDictionary()
+
+
 def clip_speech(clip: Clip) -> list[Stretch]:
     """The stretches of speech in ``clip``, a quiet recording scored louder (``detection_gain`` of its peak, found in a
-    first pass over a file)."""
+    first pass over a file). A file is scanned once; ``AudioError`` naming it when it cannot be read to its end."""
+    if isinstance(clip, np.ndarray):
+        return _speech(clip)
+    found = _FILE_SPEECH.get(clip)
+    if found is None:
+        found = _FILE_SPEECH[clip] = tuple(_speech(clip))
+    return list(found)
+
+
+def _speech(clip: Clip) -> list[Stretch]:
     blocks = [clip] if isinstance(clip, np.ndarray) else clip.blocks()
     peak = max((float(np.abs(block).max()) for block in blocks if len(block)), default=0.0)
     return speech_spans(blocks_of(clip), gain=detection_gain(peak))

@@ -80,3 +80,52 @@ def test_the_command_transcribes_containers_and_says_what_they_need_without_pyav
     main(arguments)
     (record,) = [json.loads(line) for line in out.read_text().splitlines()]
     assert "needs PyAV: pip install av" in record["error"] and "memo.m4a" in record["error"]
+
+
+def _wav_header_never_finished(path: Path, samples: np.ndarray) -> Path:
+    """16-bit PCM after a RIFF header whose sizes are still 0, as a recorder killed before closing a file leaves it."""
+    import struct
+
+    pcm = (np.clip(samples, -1, 1) * 32767).astype("<i2").tobytes()
+    fmt = struct.pack("<IHHIIHH", 16, 1, 1, SAMPLING_RATE, 2 * SAMPLING_RATE, 2, 16)
+    path.write_bytes(b"RIFF" + struct.pack("<I", 36) + b"WAVEfmt " + fmt + b"data" + struct.pack("<I", 0) + pcm)
+    return path
+
+
+def _cut_flac(path: Path, samples: np.ndarray) -> Path:
+    import soundfile
+
+    soundfile.write(path, samples, SAMPLING_RATE, subtype="PCM_16")
+    whole = path.read_bytes()
+    path.write_bytes(whole[: len(whole) // 2])
+    return path
+
+
+def test_what_soundfile_cannot_read_is_read_through_pyav(tmp_path, speech, caplog):
+    """A WAV whose header was never finished (soundfile: no samples), a FLAC cut off half-way (soundfile: "lost
+    sync") and an m4a named .wav (soundfile: "Format not recognised") are decoded by PyAV as far as they go, read
+    whole and stretch by stretch alike, with a warning naming the file."""
+    two = np.concatenate([speech, speech])
+    unfinished = _wav_header_never_finished(tmp_path / "unfinished.wav", two)
+    cut = _cut_flac(tmp_path / "cut.flac", two)
+    misnamed = encoded(tmp_path / "memo.m4a", two, "aac", 44_100).rename(tmp_path / "misnamed.wav")
+    whole = load_audio(unfinished)
+    assert len(whole) == len(two) and np.abs(whole - two).max() < 1e-4
+    part = load_audio(cut)
+    assert 0.3 * len(two) < len(part) < 0.6 * len(two) and np.abs(part - two[: len(part)]).max() < 1e-4
+    assert abs(len(load_audio(misnamed)) - len(two)) < 0.1 * SAMPLING_RATE
+    for path in (unfinished, cut, misnamed):
+        assert f"{path}: soundfile cannot read it" in caplog.text
+        lazily = AudioFile(path)
+        from seq2spec.whisper.speech import clip_speech
+
+        assert clip_speech(lazily)  # the scan that reads it to its end
+        assert np.array_equal(np.concatenate(list(lazily.blocks())), load_audio(path))
+
+
+def test_without_pyav_what_soundfile_cannot_read_keeps_its_error(tmp_path, speech, monkeypatch):
+    monkeypatch.setitem(sys.modules, "av", None)
+    with pytest.raises(AudioError, match=r"unfinished.wav: contains no audio samples"):
+        load_audio(_wav_header_never_finished(tmp_path / "unfinished.wav", speech))
+    with pytest.raises(AudioError, match=r"cut.flac: cannot be read as audio \(flac decoder lost sync\)"):
+        load_audio(_cut_flac(tmp_path / "cut.flac", speech))

@@ -1,9 +1,11 @@
 """Reading audio for transcription: any format soundfile reads, and through PyAV the containers it cannot (``.m4a``,
-``.mp4``, ``.webm``: ``containers``), mixed down to mono, resampled to 16 kHz (soxr)."""
+``.mp4``, ``.webm``: ``containers``), mixed down to mono, resampled to 16 kHz (soxr). A file soundfile fails on (an
+unfinished WAV header, a cut-off FLAC, an m4a named .mp3) is decoded by PyAV as far as it goes, with a warning."""
 
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import re
 import weakref
@@ -12,8 +14,16 @@ from pathlib import Path
 
 import numpy as np
 
-from seq2spec.whisper.audio_types import SAMPLING_RATE, AudioError
-from seq2spec.whisper.containers import CONTAINER_EXTENSIONS, container_seconds, is_container, transcoded
+from seq2spec.whisper.audio_types import SAMPLING_RATE, AudioError, AudioReadError
+from seq2spec.whisper.containers import (
+    CONTAINER_EXTENSIONS,
+    container_seconds,
+    is_container,
+    pyav_installed,
+    transcoded,
+)
+
+logger = logging.getLogger(__name__)
 
 _EXTRA_EXTENSIONS = {".wav", ".flac", ".ogg", ".oga", ".opus", ".mp3", ".aiff", ".aif", ".au", ".caf", ".w64"}
 
@@ -108,25 +118,62 @@ def reader_reason(error: Exception) -> str:
 
 
 def load_audio(path: str | Path) -> np.ndarray:
-    """The file's samples as float32 mono 16 kHz; ``AudioError`` naming the file when it is unusable."""
+    """The file's samples as float32 mono 16 kHz; ``AudioError`` naming the file when it is unusable. A file soundfile
+    cannot read gets a second chance through PyAV (``read_through_pyav``)."""
+    path = Path(path)
+    if is_container(path):
+        return _load_copy(path, transcoded(path))
+    try:
+        return _load(path, path)
+    except AudioReadError as failure:
+        return _load_copy(path, read_through_pyav(path, failure))
+
+
+def _load_copy(path: Path, copy: Path) -> np.ndarray:
+    try:
+        return _load(path, copy)
+    finally:
+        os.remove(copy)
+
+
+def _load(path: Path, source: Path) -> np.ndarray:
     import soundfile
 
-    path = Path(path)
-    source = transcoded(path) if is_container(path) else path
     try:
         with open(source, "rb") as handle:  # opened here: a file name that is not valid UTF-8 still works
             samples, sampling_rate = soundfile.read(handle, dtype="float32", always_2d=True)
     except Exception as error:  # noqa: BLE001 - every reader failure becomes a record, not a crash
-        raise AudioError(f"{path}: cannot be read as audio ({reader_reason(error)})") from error
-    finally:
-        if source != path:
-            os.remove(source)
-    if samples.shape[0] == 0:
-        raise AudioError(f"{path}: contains no audio samples")
+        reason = reader_reason(error)
+        raise AudioReadError(f"{path}: cannot be read as audio ({reason})", reason) from error
+    if samples.shape[0] == 0:  # or a header never finished: see read_through_pyav
+        raise AudioReadError(f"{path}: contains no audio samples", "no samples by its header")
     try:
         return to_mono_16k(samples, sampling_rate)
     except AudioError as error:
         raise AudioError(f"{path}: {error}") from None
+
+
+def read_through_pyav(path: Path, failure: AudioError) -> Path:
+    """PyAV's decoding of ``path`` into a temporary WAV file (the caller removes it) after soundfile failed on it with
+    ``failure``: a WAV whose header was never finished (a recording cut off: no samples by its header), a FLAC cut
+    off in a copy, an m4a named .mp3. FFmpeg decodes what it can of such files; ``failure`` is raised when PyAV is
+    not installed or cannot decode the file either."""
+    if not pyav_installed():
+        raise failure
+    try:
+        copy = transcoded(path)
+    except AudioError:
+        raise failure from None
+    reason = failure.reason if isinstance(failure, AudioReadError) else str(failure)
+    logger.warning("%s: soundfile cannot read it (%s); read through PyAV instead: %.1f s", path, reason, _seconds(copy))
+    return copy
+
+
+def _seconds(path: Path) -> float:
+    import soundfile
+
+    info = soundfile.info(str(path))
+    return info.frames / info.samplerate
 
 
 def duration_seconds(path: str | Path) -> float:
@@ -155,29 +202,48 @@ class AudioFile:
     decoded first into a temporary WAV file (``containers``), removed with the ``AudioFile``."""
 
     def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        self.source = self.path  # the file read: a container's decoded copy, or PyAV's of a file soundfile fails on
+        if is_container(self.path):
+            self._read_copy(transcoded(self.path))
+            return
+        try:
+            self._read_header()
+        except AudioReadError as failure:
+            self._read_copy(read_through_pyav(self.path, failure))
+
+    def _read_header(self) -> None:
         import soundfile
 
-        self.path = Path(path)
-        self.source = self.path  # the file read: a container's decoded copy
-        if is_container(self.path):
-            self.source = transcoded(self.path)
-            weakref.finalize(self, _remove, self.source)
         try:
             with open(self.source, "rb") as handle:
                 info = soundfile.info(handle)
         except Exception as error:  # noqa: BLE001 - every reader failure names the file
             raise self._error(error) from error
         if info.frames <= 0 or info.samplerate <= 0:
-            raise AudioError(f"{self.path}: contains no audio samples")
+            raise AudioReadError(f"{self.path}: contains no audio samples", "no samples by its header")
         self.sampling_rate = int(info.samplerate)
         self.frames = int(info.frames)
+
+    def _read_copy(self, copy: Path) -> None:
+        self.source = copy
+        weakref.finalize(self, _remove, copy)
+        self._read_header()
+
+    def read_through_pyav(self, failure: AudioReadError) -> None:
+        """Read the file from PyAV's decoding of it from now on, after soundfile failed part-way through it with
+        ``failure`` (raised again when PyAV is missing, cannot decode it either, or is what failed)."""
+        if self.source != self.path:
+            raise failure
+        self._read_copy(read_through_pyav(self.path, failure))
 
     def __len__(self) -> int:
         """Samples at 16 kHz."""
         return round(self.frames * SAMPLING_RATE / self.sampling_rate)
 
-    def _error(self, error: Exception) -> AudioError:
-        return AudioError(f"{self.path}: cannot be read as audio ({reader_reason(error)})")
+    def _error(self, error: Exception) -> AudioReadError:
+        reason = reader_reason(error)
+        return AudioReadError(f"{self.path}: cannot be read as audio ({reason})", reason)
 
     def _mono(self, samples: np.ndarray) -> np.ndarray:
         try:

@@ -2,11 +2,12 @@
 ``.webm``, ``.mkv``, ``.mov``), ``.aac``, ``.wma``, ``.amr``. PyAV (FFmpeg's decoders, inside its wheel; the
 ``[whisper]`` extra installs it) decodes the file's first audio stream, mixed down to mono and resampled to 16 kHz,
 into a temporary float32 WAV file, written as it is decoded, which is then read like any other: a long recording is
-never held whole.
+never held whole. The same decoding is the second chance of a file soundfile fails on (``audio.read_through_pyav``).
 """
 
 from __future__ import annotations
 
+import logging
 import os
 import tempfile
 from pathlib import Path
@@ -14,6 +15,8 @@ from pathlib import Path
 import numpy as np
 
 from seq2spec.whisper.audio_types import SAMPLING_RATE, AudioError
+
+logger = logging.getLogger(__name__)
 
 CONTAINER_EXTENSIONS = frozenset(
     {".m4a", ".m4b", ".mp4", ".aac", ".webm", ".mkv", ".mka", ".mov", ".wma", ".amr", ".3gp", ".avi"}
@@ -37,15 +40,16 @@ def _av(path: Path):
 
 
 def transcoded(path: str | Path) -> Path:
-    """A temporary 16-kHz mono float32 WAV file holding the audio of ``path`` (the caller removes it);
-    ``AudioError`` naming the file when PyAV is missing, the file has no audio stream or cannot be decoded."""
+    """A temporary 16-kHz mono float32 WAV file holding the audio of ``path`` (the caller removes it), packets that
+    cannot be decoded left out (with a warning), as FFmpeg does; ``AudioError`` naming the file when PyAV is missing,
+    the file has no audio stream or cannot be decoded."""
     import soundfile
 
     path = Path(path)
     av = _av(path)
     handle, target = tempfile.mkstemp(prefix="seq2spec-", suffix=".wav")
     os.close(handle)
-    written = 0
+    written = skipped = 0
     try:
         with (
             av.open(str(path)) as container,
@@ -55,8 +59,14 @@ def transcoded(path: str | Path) -> Path:
                 raise AudioError(f"{path}: has no audio stream")
             stream = container.streams.audio[0]
             resampler = av.AudioResampler(format="flt", layout="mono", rate=SAMPLING_RATE)
-            for frame in container.decode(stream):
-                written += _write(out, resampler.resample(frame))
+            for packet in container.demux(stream):
+                try:
+                    frames = packet.decode()
+                except av.error.InvalidDataError:  # a damaged packet (a file cut off mid-packet): FFmpeg skips it too
+                    skipped += 1
+                    continue
+                for frame in frames:
+                    written += _write(out, resampler.resample(frame))
             written += _write(out, resampler.resample(None))  # what the resampler still holds
     except BaseException as error:  # the partial copy never stays behind, not even after Ctrl-C
         os.remove(target)
@@ -67,7 +77,17 @@ def transcoded(path: str | Path) -> Path:
     if written == 0:
         os.remove(target)
         raise AudioError(f"{path}: contains no audio samples")
+    if skipped:
+        logger.warning("%s: %d damaged packet(s) could not be decoded and were skipped", path, skipped)
     return Path(target)
+
+
+def pyav_installed() -> bool:
+    try:
+        import av  # noqa: F401
+    except ImportError:
+        return False
+    return True
 
 
 def _write(out, frames) -> int:

@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from seq2spec.whisper.audio import SAMPLING_RATE, AudioFile
+from seq2spec.whisper.audio_types import AudioReadError
 from seq2spec.whisper.voice_activity import SPEECH_PAD_MS, Stretch, detection_gain, load_detector, speech_spans
 
 __all__ = ["LONG_FORMS", "PIECE_SAMPLES", "Piece", "load_detector", "pack_stretches", "speech_pieces"]
@@ -143,7 +144,12 @@ def clip_speech(clip: Clip) -> list[Stretch]:
         return _speech(clip)
     found = _FILE_SPEECH.get(clip)
     if found is None:
-        found = _FILE_SPEECH[clip] = tuple(_speech(clip))
+        try:
+            found = tuple(_speech(clip))
+        except AudioReadError as failure:  # soundfile failed part-way: PyAV decodes what it can
+            clip.read_through_pyav(failure)
+            found = tuple(_speech(clip))
+        _FILE_SPEECH[clip] = found
     return list(found)
 
 

@@ -153,6 +153,37 @@ def test_word_timestamps_on_real_speech(pair):
             assert abs(mine["start"] - theirs["start"]) <= 0.02 and abs(mine["end"] - theirs["end"]) <= 0.02
 
 
+def test_word_times_are_in_the_file_s_time_after_the_first_window(pair):
+    """On the 93-s sample (four 30-s windows), words after the first window are timed in the file's time, as the
+    segments around them: base's token times count from each window's start. The starts equal those of base's own
+    segments (``return_segments``, which carry each window's offset) for the same tokens."""
+    from seq2spec.whisper.transcription import words_of
+
+    big, draft, processor = pair
+    audio = load_audio(SAMPLES / "long_form.wav")
+    result = Seq2SeqSpeculator(big, draft, processor).transcribe(
+        audio, sampling_rate=16000, language="en", return_timestamps=True, word_timestamps=True
+    )
+    words, segments = result["words"], result["segments"]
+    assert [w["start"] for w in words] == sorted(w["start"] for w in words)
+    assert words[-1]["end"] > 80 and words[-1]["end"] <= len(audio) / 16000
+    for word in words:  # each inside a segment (the alignment may stray a little)
+        assert any(s["start"] - 0.3 <= word["start"] and word["end"] <= s["end"] + 0.3 for s in segments), word
+    features = processor.feature_extractor(
+        audio, sampling_rate=16000, return_tensors="pt", truncation=False, padding="longest", return_attention_mask=True
+    )
+    theirs = big.generate(
+        features.input_features, attention_mask=features.attention_mask, language="en", task="transcribe",
+        return_timestamps=True, return_token_timestamps=True, return_segments=True,
+    )["segments"][0]  # fmt: skip
+    assert theirs[-1]["start"] > 60  # several windows
+    reference = [
+        w for s in theirs for w in words_of(processor.tokenizer, s["tokens"].tolist(), s["token_timestamps"].tolist())
+    ]
+    assert [w["word"] for w in reference] == [w["word"] for w in words]
+    assert all(abs(mine["start"] - ref["start"]) <= 0.02 for mine, ref in zip(words, reference, strict=True))
+
+
 def test_int8_mode_equals_int8_generate_on_long_form():
     """The int8 mode on the 90-s sample (two long recordings in one batch): tokens identical to the int8 base's own
     generate. Without the float64 decoder attention, last-bit differences of float32 attention cross int8 rounding

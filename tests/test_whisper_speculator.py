@@ -122,3 +122,29 @@ def test_decoder_only_assistant(whisper_pair):
         assert_same(speculator.generate(input_features=features, max_new_tokens=30, **kwargs), expected)
         assert speculator.shares_encoder and speculator.last_stats.draft_encoder_calls == 0
         assert speculator.last_stats.accepted_draft_tokens > 0
+
+
+def test_each_token_s_window_start_is_where_whisper_s_tokenizer_puts_its_segment(toy_whisper_dirs):
+    """Three windows one after another, as Whisper's long form returns them: the first ends with a single timestamp
+    (the next starts 30 s later), the second with two (the next starts at its last timestamp)."""
+    from transformers import WhisperProcessor
+
+    from seq2spec.whisper.transcription import window_offsets
+
+    tokenizer = WhisperProcessor.from_pretrained(toy_whisper_dirs[0]).tokenizer
+    begin = tokenizer.all_special_ids[-1] + 1
+
+    def at(seconds: float) -> int:
+        return begin + round(seconds / 0.02)
+
+    a, b = tokenizer.encode(" a", add_special_tokens=False)[0], tokenizer.encode(" b", add_special_tokens=False)[0]
+    ids = [at(0), a, b, at(5), at(5), a, at(8)]  # window 1: ends with a single timestamp
+    ids += [at(0), b, at(2), at(2), a, at(4), at(4)]  # window 2, from 30 s: ends with two
+    ids += [at(0), a, at(1)]  # window 3, from 34 s
+    offsets = window_offsets(ids, begin)
+    assert offsets == [0.0] * 7 + [30.0] * 7 + [34.0] * 3
+    segments = tokenizer.decode(ids, output_offsets=True)["offsets"]
+    timed = [token >= begin for token in ids]
+    firsts = [i for i in range(len(ids) - 1) if timed[i] and (i == 0 or timed[i - 1]) and not timed[i + 1]]
+    assert [s["timestamp"][0] for s in segments] == [(ids[i] - begin) * 0.02 + offsets[i] for i in firsts]
+    assert window_offsets([a, b], begin) == [0.0, 0.0]

@@ -193,7 +193,8 @@ def transcribe_clips(
             result = decode(processor.tokenizer, ids, return_timestamps)
             if word_timestamps:
                 result = result if isinstance(result, dict) else {"text": result}
-                result["words"] = words_of(processor.tokenizer, ids, output["token_timestamps"][row].tolist())
+                times = token_times(ids, output["token_timestamps"][row].tolist(), processor.tokenizer)
+                result["words"] = words_of(processor.tokenizer, ids, times)
             results[index] = clipped_to(result, len(clips[index]) / SAMPLING_RATE)
     if bar is not None:
         bar.close()
@@ -232,6 +233,45 @@ class _WindowProgress:
         if total_seconds > self.reported:
             self.report(total_seconds - self.reported)
         self.reported = total_seconds
+
+
+def window_offsets(ids: list[int], timestamp_begin: int, precision: float = 0.02, window: int = 1500) -> list[float]:
+    """Per token of ``ids``, the start (seconds) of the window it was decoded in. Whisper's long form, and a short clip
+    whose last segment it decoded again from that segment's start, return the windows' tokens one after another, and
+    each window's timestamp tokens and token times (``return_token_timestamps``) count from its own start. A window
+    starts where a segment's first timestamp falls below the last one; where it starts is found as Whisper's
+    tokenizer places segments (``_compute_offsets``): a whole window after one that ended with a single timestamp,
+    else at that window's last timestamp."""
+    offsets = [0.0] * len(ids)
+    is_time = [token >= timestamp_begin for token in ids]
+    stamps = [i for i, timed in enumerate(is_time) if timed]
+    if not stamps:
+        return offsets
+    bounds = [i for i in range(1, len(ids)) if is_time[i - 1] and is_time[i]]  # a segment ends, the next starts
+    if stamps[-1] + 1 not in bounds:
+        bounds.append(stamps[-1] + 1)
+    first, highest, passed = stamps[0], 0, 0
+    for bound in bounds:
+        if bound - first > 1:
+            start, end = ids[first] - timestamp_begin, ids[bound - 1] - timestamp_begin
+            if start < highest:  # a new window
+                single_ending = first >= 2 and not (is_time[first - 2] and is_time[first - 1])
+                passed += window if single_ending else highest
+            highest = end
+        offsets[first:] = [passed * precision] * (len(ids) - first)
+        first = bound
+    return offsets
+
+
+def token_times(ids: list[int], aligned: list[float], tokenizer, precision: float = 0.02) -> list[float]:
+    """Each token's time in the clip: ``aligned`` (Whisper's cross-attention alignment, counted from the token's
+    window) plus its window's start (``window_offsets``); a timestamp token, which ends the word before it, no later
+    than the time it stands for (the alignment puts the end of a segment's last word up to seconds late)."""
+    begin = tokenizer.all_special_ids[-1] + 1  # the first timestamp token, as Whisper's tokenizer finds it
+    times = []
+    for token, time, offset in zip(ids, aligned, window_offsets(ids, begin, precision), strict=True):
+        times.append(time + offset if token < begin else min(time, (token - begin) * precision) + offset)
+    return times
 
 
 def words_of(tokenizer, ids: list[int], times: list[float]) -> list[dict[str, Any]]:

@@ -47,6 +47,25 @@ def test_correct_command_reads_files_and_writes_lines(saved_pair, tmp_path, toy_
     assert "tokens per big forward" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("encoding", ["utf-16", "utf-16-be", "utf-32"])
+def test_a_unicode_file_with_a_byte_order_mark_is_read(saved_pair, tmp_path, encoding):
+    """Windows PowerShell 5 writes UTF-16 with `>`: such a file, read by its byte-order mark, gives the output of the
+    same lines in UTF-8 (line ends kept)."""
+    big_path, small_path = saved_pair
+    lines = ["Teh café sat.", "", "a second line of input"]
+    arguments = ["correct", "--model", str(big_path), "--draft", str(small_path), "--max-new-tokens", "12"]
+    plain, marked = tmp_path / "plain.txt", tmp_path / "marked.txt"
+    plain.write_bytes("\r\n".join(lines).encode("utf-8") + b"\r\n")
+    text = "\r\n".join(lines) + "\r\n"
+    marked.write_bytes(
+        text.encode(encoding) if encoding != "utf-16-be" else "\ufeff".encode(encoding) + text.encode(encoding)
+    )
+    assert main([*arguments, str(plain), "--out", str(tmp_path / "plain.out")]) == 0
+    assert main([*arguments, str(marked), "--out", str(tmp_path / "marked.out")]) == 0
+    assert (tmp_path / "marked.out").read_bytes() == (tmp_path / "plain.out").read_bytes()
+    assert (tmp_path / "plain.out").read_bytes().count(b"\r\n") == 3
+
+
 def test_loading_by_path_shares_the_tokenizer(saved_pair, toy_byte_models):
     """Models loaded by path decode with the tokenizer saved beside the big one: the big model's greedy text."""
     big_path, small_path = saved_pair

@@ -55,10 +55,24 @@ def split_end(line: str) -> tuple[str, str]:
     return (line[:-1] if line.endswith(("\n", "\r")) else line), "\n"
 
 
+# byte-order marks of the Unicode encodings other than UTF-8 (Windows PowerShell 5 writes UTF-16 with `>`)
+_BYTE_ORDER_MARKS = ((b"\xff\xfe\x00\x00", "utf-32"), (b"\x00\x00\xfe\xff", "utf-32"),
+                     (b"\xff\xfe", "utf-16"), (b"\xfe\xff", "utf-16"))  # fmt: skip
+
+
+def text_encoding(path: str) -> str:
+    """UTF-16 or UTF-32 for a file that starts with its byte-order mark, else UTF-8 (a UTF-8 mark stays in the
+    first line, and so in the output, as written)."""
+    with open(path, "rb") as handle:
+        start = handle.read(4)
+    return next((encoding for mark, encoding in _BYTE_ORDER_MARKS if start.startswith(mark)), "utf-8")
+
+
 def ended_file_lines(path: str) -> Iterator[tuple[str, str]]:
     """A text file's ``(line, end)`` pairs: split at line ends only (\\n, \\r\\n, \\r), never at form feeds or
-    Unicode separators, so that every input line gets exactly one output line."""
-    with open(path, encoding="utf-8", newline="") as handle:
+    Unicode separators, so that every input line gets exactly one output line. UTF-8, or UTF-16/32 after a
+    byte-order mark (``text_encoding``); the output is UTF-8."""
+    with open(path, encoding=text_encoding(path), newline="") as handle:
         for line in handle:
             yield split_end(line)
 

@@ -4,9 +4,15 @@ what order ``correct``'s steps run around the model."""
 from __future__ import annotations
 
 import pytest
+from transformers import ByT5Tokenizer
 
-from seq2spec.spelling.dictionary_words import dictionary_checker, is_dictionary_token, keep_dictionary_words
-from seq2spec.spelling.pipeline import SpellingPipeline
+from seq2spec.spelling.dictionary_words import (
+    dictionary_checker,
+    is_dictionary_token,
+    keep_dictionary_words,
+    word_groups,
+)
+from seq2spec.spelling.pipeline import SpellingPipeline, runaway
 from seq2spec.spelling.settings import SpellingSettings
 
 WORDS = {"the", "staff", "meeting", "is", "at", "noon", "nomad", "well", "known", "from", "form", "every", "day", "s"}
@@ -41,11 +47,83 @@ def test_a_dictionary_word_made_into_a_non_word_comes_back_as_written():
     assert keep_dictionary_words("Xyzzy is at noon", "Xyzy is at noon", is_word) == "Xyzy is at noon"
     # the output's spacing and case are its own; only the garbled word is replaced, as the source wrote it
     assert keep_dictionary_words("STAFF  meeting", "Satuff  meeting\n", is_word) == "STAFF  meeting\n"
-    # words split or merged, dropped or added: the model's own
-    assert keep_dictionary_words("every day", "everyday", is_word) == "everyday"
-    assert keep_dictionary_words("the staff", "the sta ff", is_word) == "the sta ff"
+    # words split or merged into dictionary words, dropped: the model's own
+    assert keep_dictionary_words("every day", "everyday", (WORDS | {"everyday"}).__contains__) == "everyday"
+    assert keep_dictionary_words("thestaff meeting", "the staff meeting", is_word) == "the staff meeting"
     assert keep_dictionary_words("the staff", "staff", is_word) == "staff"
     assert keep_dictionary_words("", "", is_word) == ""
+
+
+def test_words_split_or_merged_into_non_words_come_back_as_written():
+    """A fix never splits or merges words into a non-word: the speller wrote "A boife" for "Aoife", "neats" for "ne
+    sais", "inteet" for "in ternet"; those words come back as written, the model's other changes stay."""
+    assert keep_dictionary_words("the staff", "the sta ff", is_word) == "the staff"
+    assert keep_dictionary_words("the staff", "thestaff", is_word) == "the staff"
+    assert keep_dictionary_words("Aoife, teh meeting", "A boife, the meeting", is_word, unknown=True) == (
+        "Aoife, the meeting"
+    )
+    assert keep_dictionary_words("je ne sais at noon", "je neats at noone", is_word, unknown=True) == (
+        "je ne sais at noon"
+    )
+    # unknown words come back only with unknown=True, dictionary words only with dictionary=True
+    assert keep_dictionary_words("Aoife at noon", "A boife at noon", is_word) == "A boife at noon"
+    assert keep_dictionary_words("the staff", "the sta ff", is_word, dictionary=False) == "the sta ff"
+    # a word written as it was beside a split ("te reo" -> "teles of telesi") stays split from its neighbours
+    assert keep_dictionary_words("the te reo staff", "the teles of telesi staff", is_word, unknown=True) == (
+        "the te reo staff"
+    )
+
+
+def test_non_words_the_model_added_are_left_out():
+    assert keep_dictionary_words("the staff meeting", "the staff telesi meeting", is_word, unknown=True) == (
+        "the staff meeting"
+    )
+    assert keep_dictionary_words("staff meeting", "telesi staff meeting", is_word, unknown=True) == "staff meeting"
+    # a dictionary word added is the model's (a word a sentence lacked)
+    assert keep_dictionary_words("staff meeting", "the staff meeting", is_word, unknown=True) == "the staff meeting"
+
+
+def test_a_name_made_into_a_distant_dictionary_word_comes_back():
+    """The speller wrote "Song" for "Siobhan" and "Rain" for "Rahman"; a capitalised typo one or two edits from a
+    word is still fixed ("Teh" -> "The")."""
+    known = (WORDS | {"song", "rain"}).__contains__
+    assert keep_dictionary_words("Siobhan is at noon", "Song is at noon", known, unknown=True) == "Siobhan is at noon"
+    assert keep_dictionary_words("ask Rahman", "ask Rain", known, unknown=True) == "ask Rahman"
+    assert keep_dictionary_words("Teh staff", "The staff", known, unknown=True) == "The staff"
+    assert keep_dictionary_words("Stafff", "Staff", known, unknown=True) == "Staff"
+    assert keep_dictionary_words("siobhan is", "song is", known, unknown=True) == "song is"  # lower case: a typo
+    assert keep_dictionary_words("Siobhan is", "Song is", known) == "Song is"  # names only with unknown=True
+
+
+def test_word_groups_line_up_splits_and_merges():
+    assert word_groups(["wit", "aws", "s3", "cp"], ["with", "laws3", "cup"]) == [
+        ((0, 1), (0, 1)),
+        ((1, 3), (1, 2)),
+        ((3, 4), (2, 3)),
+    ]
+    assert word_groups(["Aoife,"], ["A", "boife,"]) == [((0, 1), (0, 2))]
+    added = [((0, 1), (0, 1)), ((1, 1), (1, 2)), ((1, 2), (2, 3))]
+    assert word_groups(["the", "staff"], ["the", "extra", "staff"]) == added
+    assert word_groups([], []) == []
+
+
+def test_an_output_that_runs_on_gives_the_text_back():
+    """A model that loops ("witout" -> "without without"; "... took about --recursive --storage---storage-class s3
+    cupACIER ./25/ took about 5).") writes far more letters than a correction can: the text comes back as it was
+    read."""
+    text = "Uploading wit aws s3 cp took about 5 houres."
+
+    def looping(texts):
+        return [t.replace("wit ", "with ").replace("houres", "hours hours hours hours") for t in texts]
+
+    assert runaway(text, looping([text])[0]) and not runaway(text, "Uploading with aws s3 cp took about 5 hours.")
+    assert runaway("witout", "without without") and not runaway("alot", "a lot") and not runaway("Im", "I'm")
+    protected = SpellingPipeline(SpellingSettings(keep_looped_texts=True), looping, tokenizer=ByT5Tokenizer())
+    assert protected([text, "wit me"]) == [text, "with me"]
+    plain = SpellingPipeline(SpellingSettings(protect=False, keep_looped_texts=True), looping)
+    assert plain([text, "wit me"]) == [text, "with me"]
+    # off unless asked: a model that writes longer texts (a grammar corrector adds words) is its own judge
+    assert SpellingPipeline(SpellingSettings(protect=False), looping)([text])[0].endswith("hours hours hours.")
 
 
 def test_the_dictionary_is_the_checkers():

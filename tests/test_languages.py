@@ -6,7 +6,7 @@ import pytest
 
 from seq2spec import Seq2SeqSpeculator
 from seq2spec.default_models import SPELLER_DIR
-from seq2spec.spelling.languages import in_other_language, mostly_other_script
+from seq2spec.spelling.languages import in_other_language, mostly_other_script, quote_in_other_language
 from seq2spec.spelling.pipeline import SpellingPipeline
 from seq2spec.spelling.settings import SpellingSettings
 
@@ -62,3 +62,50 @@ def test_the_shipped_speller_leaves_other_languages_as_written():
     assert corrected.startswith("We went to the market and bought some bread")
     # the step matters: without it the speller rewrites German into English words
     assert speculator.correct(OTHER[:1], keep_other_languages=False) != OTHER[:1]
+
+
+QUOTED = [
+    'The sign read "Bitte nicht stören" on the hotel door.',
+    "She greeted us with «Buenos días, ¿cómo están?» at the door.",
+    "She wrote „merci beaucoup“ on the card.",
+]
+
+
+def test_quotations_in_another_language_are_told_from_english():
+    for quote in ("Bitte nicht stören", "Buenos días, ¿cómo están?", "merci beaucoup", "Cuídate mucho, mi niño."):
+        assert quote_in_other_language(quote), quote
+    for quote in ("I recieved a leter", "the word teh", "dont do that", "Thsi sentense has erors"):
+        assert not quote_in_other_language(quote), quote
+    assert not quote_in_other_language("Gesundheit")  # one word: a quoted word is kept as written anyway
+
+
+def test_the_pipeline_keeps_quotations_in_another_language_as_written():
+    from transformers import ByT5Tokenizer
+
+    def decode(texts):  # as the shipped speller did: German and Spanish words made English
+        for old, new in (("Bitte nicht", "Bite night"), ("Buenos", "Bueno"), ("merci", "mercy"), ("sgin", "sign")):
+            texts = [text.replace(old, new) for text in texts]
+        return texts
+
+    pipeline = SpellingPipeline(SpellingSettings(keep_other_languages=True), decode, tokenizer=ByT5Tokenizer())
+    texts = [text.replace(" sign ", " sgin ") for text in QUOTED]
+    assert pipeline(texts) == QUOTED
+    off = SpellingPipeline(SpellingSettings(), decode, tokenizer=ByT5Tokenizer())
+    assert off(texts)[0] == 'The sign read "Bite night stören" on the hotel door.'
+
+
+@needs_weights
+def test_the_shipped_speller_leaves_quotations_and_names_as_written():
+    """The shipped model wrote "Bite night stören", "Bueno días", "A boife", "Je neats pas" and "Song" for
+    "Siobhan"; the typos beside them are still fixed."""
+    texts = [
+        *QUOTED,
+        "Our team met Aoife, Niamh, Siobhán and Saoirse at the conference.",
+        "She said «Je ne sais pas» and left teh room.",
+        "My friend Siobhan is from Donegal.",
+    ]
+    expected = [*texts[:-2], "She said «Je ne sais pas» and left the room.", texts[-1]]
+    speculator = Seq2SeqSpeculator()
+    assert speculator.correct(texts) == expected
+    plain = speculator.correct(texts, keep_other_languages=False, keep_unknown_words=False)
+    assert all(p != e for p, e in zip(plain, expected, strict=True))  # without the steps, each is damaged

@@ -9,13 +9,22 @@ import pytest
 from conftest import greedy
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from transformers import AutoTokenizer
+from transformers import AutoTokenizer, ByT5Tokenizer
 
 from seq2spec import Seq2SeqSpeculator
 from seq2spec.commands.toys import build_toy_model
 from seq2spec.default_models import SPELLER_DIR
 from seq2spec.spelling.pipeline import SpellingPipeline
-from seq2spec.spelling.protection import Kind, Layout, TokenizerWriting, is_informal, is_quoted_word, is_technical
+from seq2spec.spelling.protection import (
+    Kind,
+    Layout,
+    TokenizerWriting,
+    is_informal,
+    is_quoted_word,
+    is_technical,
+    quotation_text,
+    quotations,
+)
 from seq2spec.spelling.settings import SpellingSettings
 
 SHIPPED = (SPELLER_DIR / "big").is_dir()
@@ -334,3 +343,28 @@ def test_every_text_step_aligns_one_piece_at_a_time(monkeypatch):
     [corrected] = SpellingPipeline(steps, model, tokenizer=ByT5Tokenizer())([text])
     assert corrected == text.replace("mornign", "morning")
     assert longest and max(longest) <= 2 * len(sentence.split())
+
+
+def test_quotations_are_found_between_matching_marks():
+    def found(text: str) -> list[str]:
+        words = text.split()
+        return [quotation_text(words[start:end]) for start, end in quotations(words)]
+
+    assert found('She said "Bitte nicht stören" and «Je ne sais pas», then („Guten Tag“).') == [
+        "Bitte nicht stören",
+        "Je ne sais pas",
+        "Guten Tag",
+    ]
+    assert found('"¿Cómo están?" he asked.') == ["¿Cómo están?"]
+    assert found('the word "teh" and the students\' books') == []  # one word; no opening mark
+    assert found('an unclosed "quote goes on') == []
+    assert found("»Guten Morgen« and ‘good morning’") == ["Guten Morgen", "good morning"]
+
+
+def test_a_quotation_is_kept_when_asked():
+    writing = TokenizerWriting(ByT5Tokenizer())
+    text = 'The sign read "Bitte nicht mehr" on the door.'
+    kept = Layout.of(text, writing, quote_kept=lambda quote: quote == "Bitte nicht mehr")
+    assert [word.text for word in kept.words if word.kind is Kind.KEPT] == ['"Bitte', "nicht", 'mehr"']
+    assert all(word.kind is Kind.FREE for word in Layout.of(text, writing).words)
+    assert kept.assemble('The sign read "Bite night mehr" on the door.') == text

@@ -3,17 +3,21 @@
 A small correction model sometimes garbles a correct word it reads ("Staff" -> "Satuff", "magenta" -> "magental",
 "reconditioned" -> "recognitioned"): a word the model copies letter by letter and slips on. No fix is ever of that
 shape, a dictionary word made into a word outside the dictionary, so ``keep_dictionary_words`` undoes exactly that
-change: where the output replaces a source word one for one (words aligned with difflib, case ignored), the source
-word is a dictionary word and the output's word is not, the source word comes back as written. Every other change
-the model made is kept: words fixed into other dictionary words (real-word errors: "form" -> "from"), typos made
-into words the dictionary lacks (names, technical words), words split or merged.
+change: where the output replaces source words (words aligned with difflib, case ignored, and a replaced run cut
+into words written one for one, split or merged at least cost in letters: ``word_groups``), the source words are
+dictionary words and the output's words are not all, the source words come back as written ("Aoife" -> "A boife",
+"ne sais" -> "neats" and "in ternet" -> "inteet" too); a non-word the output adds between them is left out. Every
+other change the model made is kept: words fixed into other dictionary words (real-word errors: "form" -> "from"),
+typos made into words the dictionary lacks (names, technical words), words split or merged into dictionary words
+("alot" -> "a lot").
 
 The dictionary is the classical checker's (``classical``: symspellpy's English frequency dictionary): a
 word is in it when the checker's suggestion for it is the word itself. A token is a dictionary word when every
 piece of it between hyphens and apostrophes is (``nomad's``, ``well-known``; numbers and single letters count as
 known); punctuation around it is ignored. Measured on the shipped speller's two held-out sets (``recipes/README.md``):
 correct words broken 0.62% -> 0.39% and 0.39% -> 0.36%, clean sentences left unchanged 95.0% -> 97.0% and 95.0% ->
-95.5%, no typo fix lost.
+95.5%, no typo fix lost. With ``unknown``, the same holds for words no dictionary knows, and a capitalised one (a
+name) made into a dictionary word ``NAME_EDITS`` or more edits away comes back too ("Siobhan" -> "Song").
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ import re
 from collections.abc import Callable
 
 from seq2spec.spelling.classical import WordAlignment
+from seq2spec.spelling.protection import is_technical
 
 _AROUND = re.compile(r"^[^0-9A-Za-z\u00c0-\uffff]*(.*?)[^0-9A-Za-z\u00c0-\uffff]*$", re.DOTALL)
 _JOINS = re.compile(r"[-'\u2019]")
@@ -65,22 +70,117 @@ def is_dictionary_token(token: str, is_word: Callable[[str], bool]) -> bool:
 def keep_dictionary_words(
     source: str, output: str, is_word: Callable[[str], bool], *, dictionary: bool = True, unknown: bool = False
 ) -> str:
-    """``output`` with each word that replaced a word of ``source`` one for one, and is not a dictionary word
-    itself, given back as ``source`` wrote it when that word is a dictionary word (``dictionary``) or is not one
-    either (``unknown``: a name or term the model changed into another word no dictionary knows); the output's
-    spacing is kept."""
+    """``output`` with the words that replaced words of ``source`` (one for one, split or merged: ``word_groups``)
+    and are not all dictionary words given back as ``source`` wrote them, when those are dictionary words
+    (``dictionary``) or are not (``unknown``: a name or term the model changed into another word no dictionary knows;
+    a capitalised one made into a distant dictionary word too). With both, a non-word the output adds is left out.
+    Words around a technical token that the output split or merged are protection's. The output's spacing is kept."""
     aligned = WordAlignment.of(source, output)
     for tag, i1, i2, j1, j2 in aligned.opcodes:
-        if tag != "replace" or i2 - i1 != j2 - j1:
+        if tag not in ("replace", "insert"):
             continue
-        for offset in range(i2 - i1):
-            written, piece = aligned.sources[i1 + offset], aligned.words[j1 + offset]
-            if is_dictionary_token(aligned.pieces[piece], is_word):
-                continue
-            known = is_dictionary_token(written, is_word)
-            if (known and dictionary) or (not known and unknown):
-                aligned.pieces[piece] = written
+        if i2 - i1 != j2 - j1 and any(is_technical(word) for word in aligned.sources[i1:i2]):
+            continue  # protection puts a kept word back where it can, or else decodes the words around it alone
+        made = [aligned.pieces[index] for index in aligned.words[j1:j2]]
+        for (a1, a2), (b1, b2) in word_groups(aligned.sources[i1:i2], made):
+            if a2 > a1 and b2 > b1:
+                _keep_group(aligned, i1 + a1, i1 + a2, j1 + b1, j1 + b2, is_word, dictionary, unknown)
+            elif b2 > b1 and dictionary and unknown:
+                _drop_new_non_words(aligned, j1 + b1, j1 + b2, is_word)
     return aligned.text()
+
+
+def _drop_new_non_words(aligned: WordAlignment, j1: int, j2: int, is_word: Callable[[str], bool]) -> None:
+    """The output's words ``j1:j2``, which stand for no source word, left out where no dictionary knows them (the
+    model added "telesi" to "te reo"): no fix adds a non-word."""
+    for j in range(j1, j2):
+        index = aligned.words[j]
+        if is_dictionary_token(aligned.pieces[index], is_word):
+            continue
+        aligned.pieces[index] = ""
+        if index > 0:
+            aligned.pieces[index - 1] = ""  # the whitespace before it
+        elif index + 1 < len(aligned.pieces):
+            aligned.pieces[index + 1] = ""
+
+
+def _keep_group(
+    aligned: WordAlignment,
+    i1: int,
+    i2: int,
+    j1: int,
+    j2: int,
+    is_word: Callable[[str], bool],
+    dictionary: bool,
+    unknown: bool,
+) -> None:
+    """Source words ``i1:i2``, which the output wrote as its words ``j1:j2`` (one for one, split or merged), given
+    back as written where the output made a new word no dictionary knows of them ("Staff" -> "Satuff", "Aoife" ->
+    "A boife", "ne sais" -> "neats"); a fix gives dictionary words ("alot" -> "a lot")."""
+    written = aligned.sources[i1:i2]
+    seen = {word.lower() for word in written} if i2 - i1 != j2 - j1 else set()
+    made = [aligned.pieces[index] for index in aligned.words[j1:j2]]
+    known = all(is_dictionary_token(word, is_word) for word in written)
+    if all(is_dictionary_token(word, is_word) or word.lower() in seen for word in made):
+        if known or not unknown or not _name_made_a_word(written, made):
+            return
+    elif not ((known and dictionary) or (not known and unknown)):
+        return
+    first, last = aligned.words[j1], aligned.words[j2 - 1]
+    aligned.pieces[first : last + 1] = [" ".join(written)] + [""] * (last - first)
+
+
+# a capitalised word no dictionary knows (a name) that a corrector made into a dictionary word this many edits away or
+# more was no typo: on the spelling sets all 5 such changes were wrong ("Siobhan" -> "Song", "Rahman" -> "Rain", "Aran"
+# -> "Arrange"), and 2 of 7 two edits away were right
+NAME_EDITS = 3
+
+
+def _name_made_a_word(written: list[str], made: list[str]) -> bool:
+    """Whether one capitalised word was made into one dictionary word ``NAME_EDITS`` or more edits away."""
+    if len(written) != 1 or len(made) != 1 or not written[0][:1].isupper():
+        return False
+    from symspellpy.editdistance import DistanceAlgorithm, EditDistance
+
+    source, output = (_AROUND.match(word).group(1).lower() for word in (written[0], made[0]))
+    return EditDistance(DistanceAlgorithm.DAMERAU_OSA).compare(source, output, NAME_EDITS - 1) < 0
+
+
+# the groups a replaced run of words is cut into: (source words, output words)
+_GROUP_SIZES = ((1, 1), (1, 2), (2, 1), (1, 3), (3, 1), (2, 2), (1, 0), (0, 1))
+_REGROUPED_COST = 1  # a split or merge costs as much as a changed letter, so one for one is preferred on a tie
+
+
+def word_groups(sources: list[str], outputs: list[str]) -> list[tuple[tuple[int, int], tuple[int, int]]]:
+    """``sources`` and the ``outputs`` a corrector wrote for them, cut into groups at least cost: words written one
+    for one, split, merged, dropped or added, the cost of a group the edits between its letters (spaces and case
+    ignored). Each group is ``((start, end) in sources, (start, end) in outputs)``, in order."""
+    from symspellpy.editdistance import DistanceAlgorithm, EditDistance
+
+    distance = EditDistance(DistanceAlgorithm.LEVENSHTEIN).compare
+    n, m = len(sources), len(outputs)
+    best: dict[tuple[int, int], tuple[float, tuple[int, int] | None]] = {(0, 0): (0.0, None)}
+    for i in range(n + 1):
+        for j in range(m + 1):
+            if (i, j) == (0, 0):
+                continue
+            options = []
+            for a, b in _GROUP_SIZES:
+                if a <= i and b <= j and (i - a, j - b) in best:
+                    left = "".join(sources[i - a : i]).lower()
+                    right = "".join(outputs[j - b : j]).lower()
+                    cost = distance(left, right, max(len(left), len(right)) + 1)
+                    cost += _REGROUPED_COST if a != b else 0
+                    options.append((best[(i - a, j - b)][0] + cost, (a, b)))
+            if options:
+                best[(i, j)] = min(options)
+    groups = []
+    i, j = n, m
+    while (i, j) != (0, 0):
+        a, b = best[(i, j)][1]
+        groups.append(((i - a, i), (j - b, j)))
+        i, j = i - a, j - b
+    return groups[::-1]
 
 
 def keep_dictionary_words_of(

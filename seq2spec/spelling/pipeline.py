@@ -18,7 +18,7 @@ from typing import Any
 from seq2spec.spelling.capital_check import CapitalCheck, Scorer
 from seq2spec.spelling.capitals import fold_capitals
 from seq2spec.spelling.dictionary_words import keep_dictionary_words_of
-from seq2spec.spelling.languages import in_other_language
+from seq2spec.spelling.languages import in_other_language, quote_in_other_language
 from seq2spec.spelling.pieces import PiecedTexts
 from seq2spec.spelling.protection import Layout, TokenizerWriting, text_apostrophe
 from seq2spec.spelling.settings import SpellingSettings
@@ -95,8 +95,10 @@ class SpellingPipeline:
         kept words the model moved is corrected again in the runs of free words between them."""
         writing = _writing(self.tokenizer)
         apostrophes = {owner.index: text_apostrophe(texts[owner.index]) for owner in owners}
+        quote_kept = quote_in_other_language if self.settings.keep_other_languages else None
         layouts = [
-            Layout.of(piece, writing, apostrophes[owner.index]) for piece, owner in zip(pieces, owners, strict=True)
+            Layout.of(piece, writing, apostrophes[owner.index], quote_kept)
+            for piece, owner in zip(pieces, owners, strict=True)
         ]
         outputs = list(pieces)
         needed = [index for index, layout in enumerate(layouts) if layout.needs_model]
@@ -117,7 +119,8 @@ class SpellingPipeline:
 
     def _model_steps(self, texts: list[str], owners: list[_Owner]) -> list[str]:
         """The model's outputs for ``texts`` (what it reads, before capitals are folded) with the settings' steps
-        around it: capitals folded and restored, non-words checked, dictionary and unknown words kept."""
+        around it: a text the model looped on kept as it was read, capitals folded and restored, non-words checked,
+        dictionary and unknown words kept."""
         if not texts:
             return []
         settings = self.settings
@@ -128,6 +131,8 @@ class SpellingPipeline:
         except InputTooLongError as error:  # name the caller's text (a piece of it, when it was cut)
             owner = owners[error.index]
             raise error.of_text(owner.index, piece=owner.cut) from error
+        if settings.keep_looped_texts:
+            outputs = [read if runaway(read, output) else output for read, output in zip(reads, outputs, strict=True)]
         if settings.checks_scores:
             check = CapitalCheck(
                 self.score,
@@ -145,6 +150,21 @@ class SpellingPipeline:
                 texts, outputs, dictionary=settings.keep_dictionary_words, unknown=settings.keep_unknown_words
             )
         return outputs
+
+
+# a correction writes about the letters it reads (a split or a fixed typo adds a few); an output with many more
+# repeats itself ("witout" -> "without without"; "... took about --recursive --storage---storage-class s3 cupACIER
+# ./25/ took about 5).")
+RUNAWAY_SLACK = 4  # letters (the spelling sets' references add at most 3 to a text)
+RUNAWAY_GROWTH = 0.25  # of the letters read
+
+
+def runaway(read: str, output: str) -> bool:
+    """Whether ``output`` holds more letters than a correction of ``read`` can (the model ran on, repeating what
+    it read); with ``keep_looped_texts``, the text comes back as it was read (a loop also rewrites words it has
+    read: "aws" -> "laws", "lxde" -> "led")."""
+    letters = len("".join(read.split()))
+    return len("".join(output.split())) > letters + max(RUNAWAY_SLACK, RUNAWAY_GROWTH * letters)
 
 
 @dataclass(frozen=True)

@@ -12,10 +12,11 @@ them and sorts each word into one of three kinds:
   all-capital acronym, code punctuation or a letter alone other than ``a`` and ``I`` (``x = y + z``, plan B)
   (``is_technical``), informal writing (``is_informal``: a chat abbreviation such as ``lol``, ``idk``, ``thx``, a
   colloquial spelling such as ``gimme``, ``coulda``, ``y'all``, a dropped g such as ``sittin'``), one word in quotes
-  of its own (``the word "teh"``: ``is_quoted_word``), a token of symbols alone (``#``, ``—``, ``->``), or a character
-  the tokenizer cannot write other than the typographic ones below. The model reads what the tokenizer can write of it
-  (``cafe`` for ``café``, nothing for ``→``) so that the sentence still reads as one; the word comes back exactly as
-  written.
+  of its own (``the word "teh"``: ``is_quoted_word``), the words of a quotation a check says to keep (``Layout.of``'s
+  ``quote_kept``: one in another language, ``"Bitte nicht stören"``), a token of symbols alone (``#``, ``—``, ``->``),
+  or a character the tokenizer cannot write other than the typographic ones below. The model reads what the tokenizer
+  can write of it (``cafe`` for ``café``, nothing for ``→``) so that the sentence still reads as one; the word comes
+  back exactly as written.
 - mapped: a word whose only unwritable characters are typographic quotes, apostrophes, dashes or ellipses. The
   model reads their plain forms (``it's`` for ``it’s``) and may correct the word; its word comes back with the
   typographic characters in their places (``dosn't`` -> ``doesn't`` -> ``doesn’t``), or as written where the model
@@ -37,6 +38,7 @@ from __future__ import annotations
 import difflib
 import re
 import unicodedata
+from collections.abc import Callable
 from dataclasses import dataclass
 from enum import Enum
 
@@ -144,6 +146,58 @@ def is_quoted_word(word: str) -> bool:
     return bool(_QUOTED_WORD.match(word))
 
 
+# a quotation mark that opens a quotation, and those that close it (English, German, French, Swedish use)
+_CLOSING_QUOTES = {
+    '"': '"',
+    "'": "'",
+    "\u201c": "\u201d",
+    "\u2018": "\u2019",
+    "\u201e": "\u201c\u201d",
+    "\u201a": "\u2018\u2019",
+    "\u00ab": "\u00bb",
+    "\u00bb": "\u00ab",
+}
+MAX_QUOTATION_WORDS = 12
+
+
+def quotations(words: list[str]) -> list[tuple[int, int]]:
+    """The quotations of two to ``MAX_QUOTATION_WORDS`` words among ``words`` (whitespace-free), as ``(start, end)``:
+    a word opening with a quotation mark (after a bracket) up to the nearest word that closes it (before
+    punctuation); a quotation of one word is ``is_quoted_word``'s."""
+    found = []
+    start = 0
+    while start < len(words):
+        opening = words[start].lstrip("([")[:1]
+        closing = _CLOSING_QUOTES.get(opening)
+        end = None
+        if closing and not _closes(words[start][1:], closing):
+            for index in range(start + 1, min(len(words), start + MAX_QUOTATION_WORDS)):
+                if _closes(words[index], closing):
+                    end = index + 1
+                    break
+        if end is None:
+            start += 1
+        else:
+            found.append((start, end))
+            start = end
+    return found
+
+
+def _closes(word: str, closing: str) -> bool:
+    core = word.rstrip(".,;:!?)]")
+    return bool(core) and core[-1] in closing
+
+
+_QUOTE_MARKS = "".join(sorted(set("".join(_CLOSING_QUOTES) + "".join(_CLOSING_QUOTES.values()))))
+
+
+def quotation_text(words: list[str]) -> str:
+    """A quotation's words without its quotation marks and the brackets and punctuation outside them."""
+    text = " ".join(words).lstrip("([")[1:]
+    core = text.rstrip(".,;:!?)]")
+    return core[:-1] if core and core[-1] in _QUOTE_MARKS else core
+
+
 class TokenizerWriting:
     """Which text a tokenizer writes back as it was (``decode(encode(text)) == text``) with no character its
     vocabulary holds only alone (``barely_written``), remembered per text."""
@@ -245,13 +299,27 @@ class Layout:
     apostrophe: str | None = None  # how apostrophes the model adds are written (None: as it writes them)
 
     @classmethod
-    def of(cls, text: str, writing: TokenizerWriting, apostrophe: str | None = None) -> Layout:
+    def of(
+        cls,
+        text: str,
+        writing: TokenizerWriting,
+        apostrophe: str | None = None,
+        quote_kept: Callable[[str], bool] | None = None,
+    ) -> Layout:
+        """The layout of ``text``; the words of a quotation for whose text ``quote_kept`` is true (one in another
+        language) are kept as written."""
         body = text.strip()
         if not body:
             return cls(text, [], [], apostrophe)
         leading, trailing = text[: len(text) - len(text.lstrip())], text[len(text.rstrip()) :]
         tokens = WHITESPACE.split(body)  # word, gap, word, ..., word
-        return cls(leading, [_word(token, writing) for token in tokens[::2]], [*tokens[1::2], trailing], apostrophe)
+        words = tokens[::2]
+        kept = set()
+        for start, end in quotations(words) if quote_kept else []:
+            if quote_kept(quotation_text(words[start:end])):
+                kept.update(range(start, end))
+        laid = [_word(token, writing, index in kept) for index, token in enumerate(words)]
+        return cls(leading, laid, [*tokens[1::2], trailing], apostrophe)
 
     @property
     def model_text(self) -> str:
@@ -356,10 +424,10 @@ class Layout:
         return "".join(parts)
 
 
-def _word(token: str, writing: TokenizerWriting) -> Word:
+def _word(token: str, writing: TokenizerWriting, quoted: bool = False) -> Word:
     written = writing.writes(token)
     symbols_alone = not any(character.isalnum() for character in token)
-    if is_technical(token) or is_informal(token) or is_quoted_word(token) or symbols_alone:
+    if quoted or is_technical(token) or is_informal(token) or is_quoted_word(token) or symbols_alone:
         return Word(token, token if written else writing.stand_in(token), Kind.KEPT)
     if written:
         return Word(token, token, Kind.FREE)

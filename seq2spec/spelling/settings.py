@@ -76,12 +76,19 @@ class SpellingSettings:
     keep_unknown_words: bool = _setting(
         False,
         "where the model changed a word no English dictionary knows (a name, a technical term) into another word no "
-        "dictionary knows, keep it as written",
+        "dictionary knows, or a capitalised one into a dictionary word three or more edits away (Siobhan -> Song), "
+        "keep it as written",
     )
     keep_other_languages: bool = _setting(
         False,
         "return as written a text (or sentence piece) confidently in another language than English (German, French, "
-        "Spanish, Italian, Portuguese, Dutch, Swedish, Polish, Danish, Finnish); its detector takes about 300 MB",
+        "Spanish, Italian, Portuguese, Dutch, Swedish, Polish, Danish, Finnish), and keep a quotation of two words or "
+        'more in one ("Bitte nicht stören"); its detector takes about 300 MB',
+    )
+    keep_looped_texts: bool = _setting(
+        False,
+        "keep as written a text (or sentence piece) for which the model wrote far more letters than it read, "
+        "repeating itself (witout -> without without)",
     )
     unchanged: Callable[[str], bool] | None = _setting(
         None, "texts (or sentence pieces) for which this is true come back as written, unread", flag=False
@@ -134,7 +141,7 @@ SPELLER_SENTENCE_CHARS = 140  # the longest training sentence of the shipped spe
 # each): what it cannot write or must not change kept as written, sentence pieces of at most the length it trained
 # on, capitals folded, non-words it left and dictionary words it changed into others checked, dictionary and unknown
 # words it garbled kept, text in another script or confidently in another language (it knows English only) returned
-# as written (seq2spec.spelling.languages).
+# as written (seq2spec.spelling.languages), and so is a text it looped on.
 SPELLER_SETTINGS = SpellingSettings(
     split_longer_than=SPELLER_SENTENCE_CHARS,
     fold_capitals=True,
@@ -144,5 +151,6 @@ SPELLER_SETTINGS = SpellingSettings(
     keep_dictionary_words=True,
     keep_unknown_words=True,
     keep_other_languages=True,
+    keep_looped_texts=True,
     unchanged=mostly_other_script,
 )

@@ -368,3 +368,19 @@ def test_a_quotation_is_kept_when_asked():
     assert [word.text for word in kept.words if word.kind is Kind.KEPT] == ['"Bitte', "nicht", 'mehr"']
     assert all(word.kind is Kind.FREE for word in Layout.of(text, writing).words)
     assert kept.assemble('The sign read "Bite night mehr" on the door.') == text
+
+
+def test_a_token_longer_than_any_word_is_kept_and_not_read():
+    """A 5,000-letter token (data, noise) is longer than the speller's 256-token input: it stays as written, and the
+    words around it are corrected."""
+    blob = "a" * 5000
+    layout = Layout.of(f"teh value {blob} is rong", TokenizerWriting(ByT5Tokenizer()))
+    assert layout.words[2].kind is Kind.KEPT and layout.words[2].reads == ""
+    assert layout.model_text == "teh value is rong"
+
+    def model(texts: list[str]) -> list[str]:
+        assert all(len(text) < 300 for text in texts)  # as a model with a short input limit needs
+        return [text.replace("teh", "the").replace("rong", "wrong") for text in texts]
+
+    pipeline = SpellingPipeline(SpellingSettings(), model, tokenizer=ByT5Tokenizer())
+    assert pipeline([f"teh value {blob} is rong", blob]) == [f"the value {blob} is wrong", blob]

@@ -13,10 +13,10 @@ them and sorts each word into one of three kinds:
   (``is_technical``), informal writing (``is_informal``: a chat abbreviation such as ``lol``, ``idk``, ``thx``, a
   colloquial spelling such as ``gimme``, ``coulda``, ``y'all``, a dropped g such as ``sittin'``), one word in quotes
   of its own (``the word "teh"``: ``is_quoted_word``), the words of a quotation a check says to keep (``Layout.of``'s
-  ``quote_kept``: one in another language, ``"Bitte nicht stören"``), a token of symbols alone (``#``, ``—``, ``->``),
-  or a character the tokenizer cannot write other than the typographic ones below. The model reads what the tokenizer
-  can write of it (``cafe`` for ``café``, nothing for ``→``) so that the sentence still reads as one; the word comes
-  back exactly as written.
+  ``quote_kept``: one in another language, ``"Bitte nicht stören"``), a token longer than ``LONGEST_WORD`` (not read
+  at all), a token of symbols alone (``#``, ``—``, ``->``), or a character the tokenizer cannot write other than the
+  typographic ones below. The model reads what the tokenizer can write of it (``cafe`` for ``café``, nothing for
+  ``→``) so that the sentence still reads as one; the word comes back exactly as written.
 - mapped: a word whose only unwritable characters are typographic quotes, apostrophes, dashes or ellipses. The
   model reads their plain forms (``it's`` for ``it’s``) and may correct the word; its word comes back with the
   typographic characters in their places (``dosn't`` -> ``doesn't`` -> ``doesn’t``), or as written where the model
@@ -424,7 +424,14 @@ class Layout:
         return "".join(parts)
 
 
+# a token longer than any word (the longest English ones have about 45 letters): a string of code, data or noise the
+# model is not given to read ("aaaa..." of 5,000 letters was longer than the speller's 256-token input)
+LONGEST_WORD = 64
+
+
 def _word(token: str, writing: TokenizerWriting, quoted: bool = False) -> Word:
+    if len(token) > LONGEST_WORD:
+        return Word(token, "", Kind.KEPT)
     written = writing.writes(token)
     symbols_alone = not any(character.isalnum() for character in token)
     if quoted or is_technical(token) or is_informal(token) or is_quoted_word(token) or symbols_alone:

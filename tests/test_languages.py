@@ -77,6 +77,9 @@ def test_quotations_in_another_language_are_told_from_english():
     for quote in ("I recieved a leter", "the word teh", "dont do that", "Thsi sentense has erors"):
         assert not quote_in_other_language(quote), quote
     assert not quote_in_other_language("Gesundheit")  # one word: a quoted word is kept as written anyway
+    # a sentence is told by its words outside quotations, where they are enough to tell
+    assert not in_other_language('The sign read "Bitte nicht stören" at teh door.')
+    assert in_other_language('"Ich habe keine Zeit für dich."')
 
 
 def test_the_pipeline_keeps_quotations_in_another_language_as_written():
@@ -101,10 +104,11 @@ def test_the_shipped_speller_leaves_quotations_and_names_as_written():
     texts = [
         *QUOTED,
         "Our team met Aoife, Niamh, Siobhán and Saoirse at the conference.",
-        "She said «Je ne sais pas» and left teh room.",
         "My friend Siobhan is from Donegal.",
+        "She said «Je ne sais pas» and left teh room.",
+        'The sign read "Bitte nicht stören" at teh door.',
     ]
-    expected = [*texts[:-2], "She said «Je ne sais pas» and left the room.", texts[-1]]
+    expected = [*texts[:-2], "She said «Je ne sais pas» and left the room.", texts[-1].replace("teh", "the")]
     speculator = Seq2SeqSpeculator()
     assert speculator.correct(texts) == expected
     plain = speculator.correct(texts, keep_other_languages=False, keep_unknown_words=False)

@@ -2,24 +2,24 @@
 language written in Latin letters.
 
 A corrector trained on English turns other languages into English words: the shipped speller wrote "Rich have keine
-Zeit für ditch." for "Ich habe keine Zeit für dich.". The shipped speller's settings return a text (or sentence
-piece) as written where ``mostly_other_script`` (its ``unchanged`` step) or, with ``keep_other_languages``,
-``in_other_language`` is true for it. A Latin-script text counts as another language only
-when lingua (a language detector whose models come inside its wheel), choosing among English and
-``OTHER_LANGUAGES``, gives another language at least ``MIN_CONFIDENCE`` and English at most
-``MAX_ENGLISH_CONFIDENCE`` for what is left of it with its accents and its capitalised words after the first (names)
-taken off, and that holds at least ``MIN_WORDS`` words: short typo-ridden English ("an occasional workrer"), English
-with foreign names ("Agnieszka ... in Częstochowa") or loanwords ("a naïve déjà vu") stays the corrector's, and a
-sentence in another language is told by its function words. Inside an English text, a quotation of
-``MIN_QUOTE_WORDS`` or more words (``"Bitte nicht stören"``, ``«Buenos días, ¿cómo están?»``) is told the same way,
-with its accents and capitalised words (``quote_in_other_language``), and protection keeps its words as written. The
-thresholds were chosen, among a few, on the 2,320 lines of the spelling sets (recipes/data: held-out, out-of-domain,
-technical, Unicode and validation lines) and 30 everyday sentences in 13 other languages: none of the lines is taken
-for another language, 26 of the 30 sentences are. Of the quotations of two words or more, 3 of the 55 in those sets
-and the corpus validation sentences are taken for another language ("Cuídate mucho, mi niño.", "Don Giovanni",
-"Señor Frosty"), and 2 of the 1,850 in 12,771 sentences of Debian's manuals with typos ("soft recject", "Debian
-Reference (verzion 1)": their typos are left). Its models take about 300 MB of memory and 1.3 s to load, once per
-process.
+Zeit für ditch." for "Ich habe keine Zeit für dich.". The shipped speller's settings return a text (or sentence piece)
+as written where ``mostly_other_script`` (its ``unchanged`` step) or, with ``keep_other_languages``,
+``in_other_language`` is true for it. A Latin-script text counts as another language only when lingua (a language
+detector whose models come inside its wheel), choosing among English and ``OTHER_LANGUAGES``, gives another language at
+least ``MIN_CONFIDENCE`` and English at most ``MAX_ENGLISH_CONFIDENCE`` for what is left of it with its accents and its
+capitalised words after the first (names) taken off, and that holds at least ``MIN_WORDS`` words: short typo-ridden
+English ("an occasional workrer"), English with foreign names ("Agnieszka ... in Częstochowa") or loanwords ("a naïve
+déjà vu") stays the corrector's, and a sentence in another language is told by its function words. Inside an English
+text, a quotation of ``MIN_QUOTE_WORDS`` or more words (``"Bitte nicht stören"``, ``«Buenos días, ¿cómo están?»``) is
+told the same way, with its accents and capitalised words (``quote_in_other_language``), and protection keeps its words
+as written; the sentence itself is told by its words outside quotations ("The sign read "Bitte nicht stören" at teh
+door." is English). The thresholds were chosen, among a few, on the 2,320 lines of the spelling sets (recipes/data:
+held-out, out-of-domain, technical, Unicode and validation lines) and 30 everyday sentences in 13 other languages: none
+of the lines is taken for another language, 26 of the 30 sentences are. Of the quotations of two words or more, 3 of
+the 55 in those sets and the corpus validation sentences are taken for another language ("Cuídate mucho, mi niño.",
+"Don Giovanni", "Señor Frosty"), and 2 of the 1,850 in 12,771 sentences of Debian's manuals with typos ("soft recject",
+"Debian Reference (verzion 1)": their typos are left). Its models take about 300 MB of memory and 1.3 s to load, once
+per process.
 """
 
 from __future__ import annotations
@@ -27,6 +27,8 @@ from __future__ import annotations
 import re
 import unicodedata
 from functools import cache
+
+from seq2spec.spelling.protection import quotations
 
 # the languages told from English (each costs about 30 MB of lingua's models in memory, loaded on first use)
 OTHER_LANGUAGES = (
@@ -58,8 +60,14 @@ def _detector():
 
 
 def in_other_language(text: str) -> bool:
-    """Whether a Latin-script ``text`` is confidently in one of ``OTHER_LANGUAGES`` rather than English."""
+    """Whether a Latin-script ``text`` is confidently in one of ``OTHER_LANGUAGES`` rather than English, told by its
+    words outside quotations where they are ``MIN_WORDS`` or more (an English sentence quoting German is English:
+    its quotation is ``quote_in_other_language``'s)."""
     tokens = text.split()
+    quoted = {index for start, end in quotations(tokens) for index in range(start, end)}
+    outside = [token for index, token in enumerate(tokens) if index not in quoted]
+    if sum(1 for token in outside if _WORD.search(token)) >= MIN_WORDS:
+        tokens = outside
     unnamed = " ".join(token for index, token in enumerate(tokens) if index == 0 or not token[:1].isupper())
     return _confidently_other(unnamed, MIN_WORDS, accents=False)
 

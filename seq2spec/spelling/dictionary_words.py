@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from functools import cache
 
 from seq2spec.spelling.classical import WordAlignment
 from seq2spec.spelling.protection import is_technical
@@ -140,10 +141,16 @@ def _name_made_a_word(written: list[str], made: list[str]) -> bool:
     """Whether one capitalised word was made into one dictionary word ``NAME_EDITS`` or more edits away."""
     if len(written) != 1 or len(made) != 1 or not written[0][:1].isupper():
         return False
+    source, output = (_AROUND.match(word).group(1).lower() for word in (written[0], made[0]))
+    return _edit_distance("DAMERAU_OSA")(source, output, NAME_EDITS - 1) < 0
+
+
+@cache
+def _edit_distance(algorithm: str) -> Callable[[str, str, int], int]:
+    """symspellpy's edit distance by ``algorithm``'s name: ``(a, b, most) -> distance``, -1 when over ``most``."""
     from symspellpy.editdistance import DistanceAlgorithm, EditDistance
 
-    source, output = (_AROUND.match(word).group(1).lower() for word in (written[0], made[0]))
-    return EditDistance(DistanceAlgorithm.DAMERAU_OSA).compare(source, output, NAME_EDITS - 1) < 0
+    return EditDistance(getattr(DistanceAlgorithm, algorithm)).compare
 
 
 # the groups a replaced run of words is cut into: (source words, output words)
@@ -155,9 +162,7 @@ def word_groups(sources: list[str], outputs: list[str]) -> list[tuple[tuple[int,
     """``sources`` and the ``outputs`` a corrector wrote for them, cut into groups at least cost: words written one
     for one, split, merged, dropped or added, the cost of a group the edits between its letters (spaces and case
     ignored). Each group is ``((start, end) in sources, (start, end) in outputs)``, in order."""
-    from symspellpy.editdistance import DistanceAlgorithm, EditDistance
-
-    distance = EditDistance(DistanceAlgorithm.LEVENSHTEIN).compare
+    distance = _edit_distance("LEVENSHTEIN")
     n, m = len(sources), len(outputs)
     best: dict[tuple[int, int], tuple[float, tuple[int, int] | None]] = {(0, 0): (0.0, None)}
     for i in range(n + 1):

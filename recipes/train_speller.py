@@ -966,7 +966,11 @@ capitalises its word in that place (`fold_capitals`, on by default for this mode
 word as a non-word one edit from a dictionary word, `correct` takes the dictionary word if the model scores it within
 6.5 nats of its own output, 11 for a sentence's first word (`check_capitals`, on by default for this model). It now
 and then garbles a correct word it copies ("Staff" -> "Satuff"), so `correct` gives back a dictionary word that the
-model made into a word no dictionary knows (`keep_dictionary_words`, on by default for this model).
+model made into a word no dictionary knows (`keep_dictionary_words`, on by default for this model). It learned
+mostly American spellings and now and then rewrites a British one it reads ("neighbour's" -> "neighbor's"), so
+`correct` keeps the writer's variety of English (`keep_spelling_varieties`, on by default for this model). It reads
+chat abbreviations and a lower-case pronoun "i" as typos ("abt" -> "bat", "i went" -> "its went"); `correct` keeps
+them as written (`protect`).
 """
 
 

@@ -36,6 +36,9 @@ def test_tokens_are_known_when_every_piece_is():
     assert not is_dictionary_token("didnt", known.__contains__) and not is_dictionary_token("xyzn't", is_word)
     # a letter alone is no contraction's stem but for I: "y'll" is no word, "I'll" is
     assert not is_dictionary_token("y'll", {"y", "i"}.__contains__) and is_dictionary_token("I'll", is_word)
+    # 'm follows I alone: the speller wrote "it'm not sure" for "i'm not sure"
+    assert is_dictionary_token("I'm", is_word) and is_dictionary_token("i’m", is_word)
+    assert not is_dictionary_token("it'm", {"it"}.__contains__)
 
 
 def test_a_dictionary_word_made_into_a_non_word_comes_back_as_written():

@@ -120,9 +120,13 @@ def test_a_word_in_quotes_of_its_own_is_recognised():
 def test_informal_writing_is_recognised():
     for word in ["lol", "IDK,", "gimme", "Coulda", "y'all", "Y’all?", "sittin'", "Nothin'.", "(chillin')", "ain't"]:
         assert is_informal(word), word
-    for word in ["Haha", "hahaha!", "hehe", "Omw,", "yw."]:
+    for word in ["Haha", "hahaha!", "hehe", "Omw,", "yw.", "abt", "Ngl,", "thru"]:
+        assert is_informal(word), word
+    for word in ["i", "i'm", "i’ve,", "He'd've", "who’d’ve"]:  # the pronoun in lower case, double contractions
         assert is_informal(word), word
     for word in ["the", "in'", "'begin'", "tin'", "again", "win", "it's", "gimmes", "you'll", "going", "ha", "hah"]:
+        assert not is_informal(word), word
+    for word in ["I", "I'm", "I’ll", "wya", "bby", "its"]:  # the pronoun as written, typos of "way" and "by"
         assert not is_informal(word), word
 
 
@@ -282,6 +286,13 @@ def test_the_shipped_speller_keeps_real_text_intact(speller_tokenizer):
             "Omw, be there in 5.", "Haha ok.", "Yw.", "Hi Sarah,", "Hbd! Have a gr8 one",
             "It takes a few mins, max an hr."]  # fmt: skip
     assert speculator.correct(chat) == chat
+    # nor is the pronoun i in lower case: without the rules the speller wrote "thx bat that", "try for the wait", "like
+    # right", "kick sounds good", "it'll see", "Brush, that was fun", "yesterday its went to the store", "it don't
+    # know", "it'm not sure", "and then it left", "He've told you." and "Who's've thought it?"
+    casual = ["thx abt that, see u tmrw", "sry for the wait", "ik right, its crazy", "kk sounds good", "ig we'll see",
+              "Bruh, that was fun", "yesterday i went to the store", "i dont know", "i'm not sure", "and then i left",
+              "He'd've told you.", "Who'd've thought it?"]  # fmt: skip
+    assert speculator.correct(casual) == [*casual[:7], "i don't know", *casual[8:]]
     # nor are colloquial spellings, dropped g's or names such as iMac: without the rules the speller wrote "time a
     # break", "we could", "y'll", "Nothing's much, just sitting'", "Macc", "Tunes", "Hush oh", "She, be quiet",
     # "Past", "May", "Oil", "Awe", "Gym everyone!" and "the wifi off"

@@ -20,6 +20,7 @@ import re
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import cache
 
 # one plain word with optional punctuation around it: (before, word, after)
 WORD_TOKEN = re.compile(r"^([^A-Za-z0-9]*)([A-Za-z]+)([^A-Za-z0-9]*)$")
@@ -135,14 +136,27 @@ def shared_symspell_corrector(max_edit_distance: int = 2) -> Callable[[str], str
 _WORD_LIST: list[frozenset[str]] = []
 
 
+@cache
+def variety_pairs() -> frozenset[tuple[str, str]]:
+    """Every (word, the same word in the other variety of English) pair of breame's table of British and American
+    spellings (neighbour/neighbor, grey/gray), either way round, in lower case."""
+    from breame.data.spelling_constants import AMERICAN_ENGLISH_SPELLINGS, BRITISH_ENGLISH_SPELLINGS
+
+    pairs = set(BRITISH_ENGLISH_SPELLINGS.items()) | set(AMERICAN_ENGLISH_SPELLINGS.items())
+    return frozenset(pairs | {(b, a) for a, b in pairs})
+
+
 def shared_word_list() -> frozenset[str]:
     """The English words pyspellchecker knows (about 160,000: US and UK spellings and rare words symspellpy's 82,765
-    lack, such as "harbor", "dueled", "coffined"), lower case, loaded once per process."""
+    lack, such as "harbor", "dueled", "coffined") and the British and American spellings of breame's table (600 of
+    its 1,730 British ones, such as "baptises" and "amortise", are in neither list), lower case, loaded once per
+    process."""
     with _SHARED_LOCK:
         if not _WORD_LIST:
             from spellchecker import SpellChecker
 
-            _WORD_LIST.append(frozenset(SpellChecker().word_frequency.keys()))
+            varieties = {word for pair in variety_pairs() for word in pair}
+            _WORD_LIST.append(frozenset(SpellChecker().word_frequency.keys()) | varieties)
         return _WORD_LIST[0]
 
 

@@ -56,6 +56,8 @@ def is_dictionary_token(token: str, is_word: Callable[[str], bool]) -> bool:
         stem = core[: contraction.start()]
         if len(stem) == 1 and stem.lower() != "i":  # "y'll" is no contraction ("I'll" is)
             return False
+        if contraction.group(2).lower() == "m" and stem.lower() != "i":  # "I'm" is the only one ("it'm" is none)
+            return False
         with_n = stem + contraction.group(1)
         core = stem if stem and is_word(stem.lower()) else with_n
     for piece in _JOINS.split(core):

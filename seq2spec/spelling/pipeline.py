@@ -1,9 +1,9 @@
 """``SpellingPipeline``: the text steps ``Seq2SeqSpeculator.correct`` takes around a correction model, as its
 ``SpellingSettings`` say: long texts cut into sentence pieces (``pieces``), what the model cannot write or must not
-change kept out of its way (``protection``), capitals folded before it reads a piece (``capitals``), the pieces
-decoded, non-words it left checked (``capital_check``), dictionary and unknown words it garbled put back
-(``dictionary_words``), and what was kept put back in place. Every step works on one piece at a time, so its cost
-grows with the length of the text, however long the text.
+change kept out of its way (``protection``), capitals folded before it reads a piece (``capitals``), the pieces decoded,
+non-words it left checked (``capital_check``), dictionary and unknown words it garbled put back (``dictionary_words``),
+words it rewrote in the other variety of English put back (``varieties``), and what was kept put back in place. Every
+step works on one piece at a time, so its cost grows with the length of the text, however long the text.
 
 The decoding itself is a function given to the pipeline, so the recipes run their plain greedy references through the
 same steps and a reference and ``correct`` differ only in how the model's output is decoded.
@@ -22,6 +22,7 @@ from seq2spec.spelling.languages import in_other_language, quote_in_other_langua
 from seq2spec.spelling.pieces import PiecedTexts
 from seq2spec.spelling.protection import Layout, TokenizerWriting, text_apostrophe
 from seq2spec.spelling.settings import SpellingSettings
+from seq2spec.spelling.varieties import keep_spelling_varieties_of
 
 # the model's outputs for a list of texts, in order
 Decode = Callable[[list[str]], list[str]]
@@ -120,7 +121,7 @@ class SpellingPipeline:
     def _model_steps(self, texts: list[str], owners: list[_Owner]) -> list[str]:
         """The model's outputs for ``texts`` (what it reads, before capitals are folded) with the settings' steps
         around it: a text the model looped on kept as it was read, capitals folded and restored, non-words checked,
-        dictionary and unknown words kept."""
+        dictionary and unknown words kept, and words in the writer's variety of English."""
         if not texts:
             return []
         settings = self.settings
@@ -149,6 +150,8 @@ class SpellingPipeline:
             outputs = keep_dictionary_words_of(
                 texts, outputs, dictionary=settings.keep_dictionary_words, unknown=settings.keep_unknown_words
             )
+        if settings.keep_spelling_varieties:
+            outputs = keep_spelling_varieties_of(texts, outputs)
         return outputs
 
 

@@ -11,12 +11,13 @@ them and sorts each word into one of three kinds:
   snake_case, CamelCase or dotted identifier, a lower-case letter before a capital (``iPhone``, ``eBay``), an
   all-capital acronym, code punctuation or a letter alone other than ``a`` and ``I`` (``x = y + z``, plan B)
   (``is_technical``), informal writing (``is_informal``: a chat abbreviation such as ``lol``, ``idk``, ``thx``, a
-  colloquial spelling such as ``gimme``, ``coulda``, ``y'all``, a dropped g such as ``sittin'``), one word in quotes
-  of its own (``the word "teh"``: ``is_quoted_word``), the words of a quotation a check says to keep (``Layout.of``'s
-  ``quote_kept``: one in another language, ``"Bitte nicht stören"``), a token longer than ``LONGEST_WORD`` (not read
-  at all), a token of symbols alone (``#``, ``—``, ``->``), or a character the tokenizer cannot write other than the
-  typographic ones below. The model reads what the tokenizer can write of it (``cafe`` for ``café``, nothing for
-  ``→``) so that the sentence still reads as one; the word comes back exactly as written.
+  colloquial spelling such as ``gimme``, ``coulda``, ``y'all``, a dropped g such as ``sittin'``, the pronoun ``i`` in
+  lower case, a double contraction such as ``who'd've``), one word in quotes of its own (``the word "teh"``:
+  ``is_quoted_word``), the words of a quotation a check says to keep (``Layout.of``'s ``quote_kept``: one in another
+  language, ``"Bitte nicht stören"``), a token longer than ``LONGEST_WORD`` (not read at all), a token of symbols
+  alone (``#``, ``—``, ``->``), or a character the tokenizer cannot write other than the typographic ones below. The
+  model reads what the tokenizer can write of it (``cafe`` for ``café``, nothing for ``→``) so that the sentence still
+  reads as one; the word comes back exactly as written.
 - mapped: a word whose only unwritable characters are typographic quotes, apostrophes, dashes or ellipses. The
   model reads their plain forms (``it's`` for ``it’s``) and may correct the word; its word comes back with the
   typographic characters in their places (``dosn't`` -> ``doesn't`` -> ``doesn’t``), or as written where the model
@@ -98,12 +99,16 @@ def is_technical(word: str) -> bool:
 # Abbreviations and greetings of chat and e-mail that are no typos: a corrector made "lol ok np" into "look nop",
 # "idk tbh" into "disk this", "Ok, see you soon." into "Oak, see you soon.", "Omw" into "Know", "Yw." into "Ye.",
 # "Hbd!" into "Bud!", the greeting line "Hi Sarah," into "His Sarah," and "a few mins, max an hr" into "a few mind,
-# max an her". None of them but "ok" and "hi" (each as itself, twice) is a word of the spelling sets' sources
-# (recipes/data).
+# max an her", "thx abt that" into "thx bat that", "sry" into "try", "ngl" into "nil", "ik" into "like", "ig" into
+# "it", "kk" into "kick" and "Bruh" into "Brush". None of them but "ok" and "hi" (each as itself, twice) is a word of
+# the spelling sets' sources (recipes/data); "nbd" and "nm" are words of the Debian manuals (a device, New
+# Maintainer), kept as written there too. ("wya" and "bby" are left out: the spelling sets misspell "way" and "by"
+# so.)
 CHAT_ABBREVIATIONS = frozenset(
-    "afaik afk asap atm bbl bc bday bff brb btw convo cuz dm fomo ftw fwiw fyi gm gn gtg hbd hbu hi hr hrs icymi idc "
-    "idk iirc ikr ily imho imo irl jk lmao lmfao lmk lol mins msg nsfw nvm ofc ok omfg omg omw pls plz ppl pw rn rofl "
-    "secs smh tbd tbf tbh thnx thx tks tmr tmrw ttyl ty ur wbu wks wtf wyd yolo yrs yw".split()
+    "abt afaik afk asap atm bbl bc bday bf bff brb bruh btw convo cuz cya dm fml fomo ftw fwiw fyi gf gm gn gtg hbd "
+    "hbu hi hmu hr hrs icymi idc idek idk ig iirc ik ikr ily imho imo irl istg jk kk lmao lmfao lmk lol luv mins msg "
+    "nbd ngl nm nsfw nvm ofc ok oml omfg omg omw ong pls plz pov ppl probs pw rly rn rofl secs smh sry sus tbd tbf "
+    "tbh thnx thx tks tmi tmr tmrw ttyl ty ur wbu wks wtf wyd yk ykwim yolo yrs yw".split()
 )
 # laughter: haha, hahaha, hehe ("Haha ok." had become "Has ok.")
 _LAUGHTER = re.compile(r"(?:ha){2,}h?|(?:he){2,}h?|(?:hi){2,}h?")
@@ -111,13 +116,18 @@ _LAUGHTER = re.compile(r"(?:ha){2,}h?|(?:he){2,}h?|(?:hi){2,}h?")
 
 # Informal spellings of spoken English and its interjections, which a writer chooses: the speller wrote "time" for
 # "gimme", "could" for "coulda", "have" for "hafta", "trina" for "tryna", "you'll" for "y'all", "Hush" for "Uh",
-# "She" for "Shh", "Past" for "Psst", "May" for "Yay" and "Oil" for "Oi". ("yo" is left out: the out-of-domain
-# spelling set writes it for "you".)
+# "She" for "Shh", "Past" for "Psst", "May" for "Yay", "Oil" for "Oi" and "through" for "thru". ("yo" is left out: the
+# out-of-domain spelling set writes it for "you".)
 COLLOQUIAL_SPELLINGS = frozenset(
     "ain't aww betcha c'mon coulda dontcha dunno finna gimme gonna gotcha gotta hafta hasta imma innit kinda lemme "
-    "lotta musta oi oughta outta psst shh shoulda sorta tryna uh uhh umm wanna whatcha whatevs woulda ya'll y'all "
-    "yay".split()
+    "lotta musta oi oughta outta psst shh shoulda sorta tho thru tryna uh uhh umm wanna whatcha whatevs woulda ya'll "
+    "y'all yay".split()
 )
+# a double contraction of speech: he'd've, who'd've, shouldn't've (the speller wrote "He've", "Who's've")
+_DOUBLE_CONTRACTION = re.compile(r"^[A-Za-z]+(?:n't|'d|'ll)'ve$", re.IGNORECASE)
+# the pronoun I written in lower case, as chat and quick notes write it: the speller wrote "yesterday its went", "it
+# don't know", "it'm not sure" (a lower-case "i" is no word of the spelling sets' sources)
+LOWER_CASE_I = frozenset("i i'm i've i'll i'd".split())
 # a dropped g written as an apostrophe: nothin', sittin', chillin' (the speller wrote "sitting'" and "Nothing's")
 _DROPPED_G = re.compile(r"^[\"(\u2018\u201c]*[A-Za-z]{2,}in['\u2019][.,;:!?)\"\u201d]*$")
 
@@ -132,10 +142,15 @@ _QUOTED_WORD = re.compile(
 
 def is_informal(word: str) -> bool:
     """Whether a word (whitespace-free) is informal writing a corrector must leave as written: a chat abbreviation,
-    laughter, one of ``COLLOQUIAL_SPELLINGS`` (apostrophes straight or curly) or a word ending in ``in'`` for
-    ``ing``."""
-    core = _AROUND.match(word).group(1).lower().replace(CURLY_APOSTROPHE, "'")
+    laughter, one of ``COLLOQUIAL_SPELLINGS`` (apostrophes straight or curly), the pronoun I in lower case (``i``,
+    ``i'm``), a double contraction (``who'd've``) or a word ending in ``in'`` for ``ing``."""
+    written = _AROUND.match(word).group(1).replace(CURLY_APOSTROPHE, "'")
+    if written in LOWER_CASE_I:
+        return True
+    core = written.lower()
     if core in CHAT_ABBREVIATIONS or core in COLLOQUIAL_SPELLINGS or _LAUGHTER.fullmatch(core):
+        return True
+    if _DOUBLE_CONTRACTION.match(written):
         return True
     return bool(_DROPPED_G.match(word))
 

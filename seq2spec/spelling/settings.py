@@ -79,6 +79,11 @@ class SpellingSettings:
         "dictionary knows, or a capitalised one into a dictionary word three or more edits away (Siobhan -> Song), "
         "keep it as written",
     )
+    keep_spelling_varieties: bool = _setting(
+        False,
+        "where the model rewrote a word in the other variety of English (British neighbour's -> American neighbor's, "
+        "or back), keep it as written",
+    )
     keep_other_languages: bool = _setting(
         False,
         "return as written a text (or sentence piece) confidently in another language than English (German, French, "
@@ -138,10 +143,10 @@ def settings_of(model: object) -> SpellingSettings:
 
 SPELLER_SENTENCE_CHARS = 140  # the longest training sentence of the shipped speller (recipes/speller_data.py)
 # The text steps the shipped speller (seq2spec.default_models.load_speller) runs with (recipes/README.md measures
-# each): what it cannot write or must not change kept as written, sentence pieces of at most the length it trained
-# on, capitals folded, non-words it left and dictionary words it changed into others checked, dictionary and unknown
-# words it garbled kept, text in another script or confidently in another language (it knows English only) returned
-# as written (seq2spec.spelling.languages), and so is a text it looped on.
+# each): what it cannot write or must not change kept as written, sentence pieces of at most the length it trained on,
+# capitals folded, non-words it left and dictionary words it changed into others checked, dictionary and unknown words
+# it garbled kept, words in the writer's variety of English kept, text in another script or confidently in another
+# language (it knows English only) returned as written (seq2spec.spelling.languages), and so is a text it looped on.
 SPELLER_SETTINGS = SpellingSettings(
     split_longer_than=SPELLER_SENTENCE_CHARS,
     fold_capitals=True,
@@ -150,6 +155,7 @@ SPELLER_SETTINGS = SpellingSettings(
     check_changes=True,
     keep_dictionary_words=True,
     keep_unknown_words=True,
+    keep_spelling_varieties=True,
     keep_other_languages=True,
     keep_looped_texts=True,
     unchanged=mostly_other_script,

@@ -395,3 +395,18 @@ def test_a_token_longer_than_any_word_is_kept_and_not_read():
 
     pipeline = SpellingPipeline(SpellingSettings(), model, tokenizer=ByT5Tokenizer())
     assert pipeline([f"teh value {blob} is rong", blob]) == [f"the value {blob} is wrong", blob]
+
+
+def test_words_of_software_are_kept_as_written():
+    """The shipped speller made "async" into "sync", "backend" into "backed" and "numpy" into "bumpy"."""
+    for word in ["async", "backend,", "numpy", "(redis)", "Backend", "systemd."]:
+        assert is_technical(word), word
+    for word in ["tty", "llibrary", "the"]:  # a typo of "try", one of the descriptions' typos, a word
+        assert not is_technical(word), word
+
+
+@needs_weights
+def test_the_shipped_speller_keeps_words_of_software():
+    texts = ["We use async and numpy in the backend, with redis and systemd.", "The dataset is in teh repo."]
+    expected = [texts[0], "The dataset is in the repo."]
+    assert Seq2SeqSpeculator().correct(texts) == expected

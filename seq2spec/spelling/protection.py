@@ -9,15 +9,16 @@ them and sorts each word into one of three kinds:
 
 - kept: a word holding a digit, a URL, an e-mail address, an @handle or #tag, a path, a command-line flag, a
   snake_case, CamelCase or dotted identifier, a lower-case letter before a capital (``iPhone``, ``eBay``), an
-  all-capital acronym, code punctuation or a letter alone other than ``a`` and ``I`` (``x = y + z``, plan B)
-  (``is_technical``), informal writing (``is_informal``: a chat abbreviation such as ``lol``, ``idk``, ``thx``, a
-  colloquial spelling such as ``gimme``, ``coulda``, ``y'all``, a dropped g such as ``sittin'``, the pronoun ``i`` in
-  lower case, a double contraction such as ``who'd've``), one word in quotes of its own (``the word "teh"``:
-  ``is_quoted_word``), the words of a quotation a check says to keep (``Layout.of``'s ``quote_kept``: one in another
-  language, ``"Bitte nicht stören"``), a token longer than ``LONGEST_WORD`` (not read at all), a token of symbols
-  alone (``#``, ``—``, ``->``), or a character the tokenizer cannot write other than the typographic ones below. The
-  model reads what the tokenizer can write of it (``cafe`` for ``café``, nothing for ``→``) so that the sentence still
-  reads as one; the word comes back exactly as written.
+  all-capital acronym, code punctuation, a letter alone other than ``a`` and ``I`` (``x = y + z``, plan B) or a word
+  of software no dictionary knows (``technical_words``: ``async``, ``backend``, ``numpy``) (``is_technical``),
+  informal writing (``is_informal``: a chat abbreviation such as ``lol``, ``idk``, ``thx``, a colloquial spelling such
+  as ``gimme``, ``coulda``, ``y'all``, a dropped g such as ``sittin'``, the pronoun ``i`` in lower case, a double
+  contraction such as ``who'd've``), one word in quotes of its own (``the word "teh"``: ``is_quoted_word``), the words
+  of a quotation a check says to keep (``Layout.of``'s ``quote_kept``: one in another language, ``"Bitte nicht
+  stören"``), a token longer than ``LONGEST_WORD`` (not read at all), a token of symbols alone (``#``, ``—``, ``->``),
+  or a character the tokenizer cannot write other than the typographic ones below. The model reads what the tokenizer
+  can write of it (``cafe`` for ``café``, nothing for ``→``) so that the sentence still reads as one; the word comes
+  back exactly as written.
 - mapped: a word whose only unwritable characters are typographic quotes, apostrophes, dashes or ellipses. The
   model reads their plain forms (``it's`` for ``it’s``) and may correct the word; its word comes back with the
   typographic characters in their places (``dosn't`` -> ``doesn't`` -> ``doesn’t``), or as written where the model
@@ -42,6 +43,8 @@ import unicodedata
 from collections.abc import Callable
 from dataclasses import dataclass
 from enum import Enum
+from functools import cache
+from pathlib import Path
 
 WHITESPACE = re.compile(r"(\s+)")
 _TRAILING_MARKS = re.compile(r"[.!?]{2,}$")
@@ -90,10 +93,29 @@ _TECHNICAL = [
 ]
 
 
+# Lower-case words of software that no English dictionary knows ("async", "backend", "postgres", "numpy", "codec"):
+# the speller made a third of them into dictionary words ("sync", "backed", "postures", "bumpy", "code"). Built from
+# Debian's package descriptions by recipes/make_technical_words.py.
+TECHNICAL_WORDS_PATH = Path(__file__).resolve().parent.parent / "assets" / "technical_words.txt"
+
+
+@cache
+def technical_words() -> frozenset[str]:
+    """The words of ``TECHNICAL_WORDS_PATH`` (empty where the file is missing)."""
+    if not TECHNICAL_WORDS_PATH.is_file():
+        return frozenset()
+    lines = TECHNICAL_WORDS_PATH.read_text(encoding="utf-8").splitlines()
+    return frozenset(line.strip() for line in lines if line.strip() and not line.startswith("#"))
+
+
 def is_technical(word: str) -> bool:
     """Whether a word (whitespace-free) is one a corrector must leave as written: see the module docstring."""
     core = _AROUND.match(word).group(1)
-    return bool(core) and any(pattern.search(core) for pattern in _TECHNICAL)
+    if not core:
+        return False
+    if any(pattern.search(core) for pattern in _TECHNICAL):
+        return True
+    return (core.islower() or core[1:].islower()) and core.lower() in technical_words()
 
 
 # Abbreviations and greetings of chat and e-mail that are no typos: a corrector made "lol ok np" into "look nop",

@@ -33,8 +33,8 @@ class SpellingSettings:
         True,
         "keep as written what the model cannot write or must not change: whitespace, characters its tokenizer "
         "lacks, numbers, URLs, e-mail addresses, @handles, #tags, paths, flags, identifiers, acronyms, letters "
-        "alone, names such as iPhone, chat abbreviations, colloquial spellings (gimme, y'all, sittin'), a word in "
-        "quotes of its own, runs of . ! ? ending a word",
+        "alone, names such as iPhone, words of software (async, numpy), chat abbreviations, colloquial spellings "
+        "(gimme, y'all, sittin'), a lower-case i, a word in quotes of its own, runs of . ! ? ending a word",
     )
     split_longer_than: int | None = _setting(
         None,

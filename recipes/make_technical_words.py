@@ -1,7 +1,7 @@
 """Build ``seq2spec/assets/technical_words.txt``: lower-case words of software that no English dictionary knows.
 
 The shipped speller makes such words into dictionary words a letter or two away ("We use async in production." ->
-"sync", "backend" -> "backed", "postgres" -> "postures", "numpy" -> "bumpy", "codec" -> "code"); ``correct`` keeps the
+"sync", "backend" -> "backed", "redis" -> "reds", "numpy" -> "bumpy", "codec" -> "code"); ``correct`` keeps the
 words of this list as written (``seq2spec.spelling.protection``).
 
 The words come from the one-line descriptions of Debian's package index (``/var/lib/apt/lists/*_Packages.lz4``, on any

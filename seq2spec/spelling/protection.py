@@ -93,9 +93,9 @@ _TECHNICAL = [
 ]
 
 
-# Lower-case words of software that no English dictionary knows ("async", "backend", "postgres", "numpy", "codec"):
-# the speller made a third of them into dictionary words ("sync", "backed", "postures", "bumpy", "code"). Built from
-# Debian's package descriptions by recipes/make_technical_words.py.
+# Lower-case words of software that no English dictionary knows ("async", "backend", "redis", "numpy", "codec"): the
+# speller made a third of them into dictionary words ("sync", "backed", "reds", "bumpy", "code"). Built from Debian's
+# package descriptions by recipes/make_technical_words.py.
 TECHNICAL_WORDS_PATH = Path(__file__).resolve().parent.parent / "assets" / "technical_words.txt"
 
 

@@ -29,7 +29,8 @@ from functools import cache
 from seq2spec.spelling.classical import WordAlignment
 from seq2spec.spelling.protection import is_technical
 
-_AROUND = re.compile(r"^[^0-9A-Za-z\u00c0-\uffff]*(.*?)[^0-9A-Za-z\u00c0-\uffff]*$", re.DOTALL)
+# a word's core: the punctuation around it (quotes, brackets, the marks that end a clause) left out
+WORD_CORE = re.compile(r"^[^0-9A-Za-z\u00c0-\uffff]*(.*?)[^0-9A-Za-z\u00c0-\uffff]*$", re.DOTALL)
 _JOINS = re.compile(r"[-'\u2019]")
 # an English contraction's ending: didn't, we're, I'll, she'd (the dictionary knows "did", not "didn")
 _CONTRACTION = re.compile(r"(n?)['\u2019](t|s|d|m|ll|ve|re)$", re.IGNORECASE)
@@ -50,7 +51,7 @@ def is_dictionary_token(token: str, is_word: Callable[[str], bool]) -> bool:
     """Whether every piece of ``token`` (punctuation around it stripped, a contraction's ending too, cut at hyphens
     and apostrophes) is a number, a single letter or a dictionary word; a token of punctuation alone counts as
     known."""
-    core = _AROUND.match(token).group(1)
+    core = WORD_CORE.match(token).group(1)
     contraction = _CONTRACTION.search(core)
     if contraction:  # "didn't" is known when "did" is, "can't" when "can" is
         stem = core[: contraction.start()]
@@ -143,7 +144,7 @@ def _name_made_a_word(written: list[str], made: list[str]) -> bool:
     """Whether one capitalised word was made into one dictionary word ``NAME_EDITS`` or more edits away."""
     if len(written) != 1 or len(made) != 1 or not written[0][:1].isupper():
         return False
-    source, output = (_AROUND.match(word).group(1).lower() for word in (written[0], made[0]))
+    source, output = (WORD_CORE.match(word).group(1).lower() for word in (written[0], made[0]))
     return _edit_distance("DAMERAU_OSA")(source, output, NAME_EDITS - 1) < 0
 
 

@@ -16,10 +16,8 @@ from __future__ import annotations
 import re
 
 from seq2spec.spelling.classical import WordAlignment, variety_pairs
-from seq2spec.spelling.dictionary_words import word_groups
+from seq2spec.spelling.dictionary_words import WORD_CORE, word_groups
 
-# punctuation around a word: quotes, brackets, the marks that end a clause
-_AROUND = re.compile(r"^[^0-9A-Za-z\u00c0-\uffff]*(.*?)[^0-9A-Za-z\u00c0-\uffff]*$", re.DOTALL)
 # where a word is joined: hyphens and apostrophes (straight or curly), kept as separators
 _JOINS = re.compile(r"([-'\u2019])")
 
@@ -28,7 +26,7 @@ def other_variety(written: str, made: str) -> bool:
     """Whether ``made`` is ``written`` with one or more of its pieces (between hyphens and apostrophes) spelled in the
     other variety of English and nothing else changed; punctuation around either word and case are ignored."""
     first, second = (
-        _JOINS.split(_AROUND.match(word).group(1).lower().replace("\u2019", "'")) for word in (written, made)
+        _JOINS.split(WORD_CORE.match(word).group(1).lower().replace("\u2019", "'")) for word in (written, made)
     )
     if len(first) != len(second) or first == second:
         return False
@@ -50,9 +48,9 @@ def keep_spelling_varieties(source: str, output: str) -> str:
                 written, index = aligned.sources[i1 + a1], aligned.words[j1 + b1]
                 made_word = aligned.pieces[index]
                 if other_variety(written, made_word):  # the source's word, in the output's punctuation
-                    core = _AROUND.match(made_word)
+                    core = WORD_CORE.match(made_word)
                     aligned.pieces[index] = (
-                        made_word[: core.start(1)] + _AROUND.match(written).group(1) + made_word[core.end(1) :]
+                        made_word[: core.start(1)] + WORD_CORE.match(written).group(1) + made_word[core.end(1) :]
                     )
     return aligned.text()
 

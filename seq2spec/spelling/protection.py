@@ -9,16 +9,17 @@ them and sorts each word into one of three kinds:
 
 - kept: a word holding a digit, a URL, an e-mail address, an @handle or #tag, a path, a command-line flag, a
   snake_case, CamelCase or dotted identifier, a lower-case letter before a capital (``iPhone``, ``eBay``), an
-  all-capital acronym, code punctuation, a letter alone other than ``a`` and ``I`` (``x = y + z``, plan B) or a word
-  of software no dictionary knows (``technical_words``: ``async``, ``backend``, ``numpy``) (``is_technical``),
-  informal writing (``is_informal``: a chat abbreviation such as ``lol``, ``idk``, ``thx``, a colloquial spelling such
-  as ``gimme``, ``coulda``, ``y'all``, a dropped g such as ``sittin'``, the pronoun ``i`` in lower case, a double
-  contraction such as ``who'd've``), one word in quotes of its own (``the word "teh"``: ``is_quoted_word``), the words
-  of a quotation a check says to keep (``Layout.of``'s ``quote_kept``: one in another language, ``"Bitte nicht
-  stören"``), a token longer than ``LONGEST_WORD`` (not read at all), a token of symbols alone (``#``, ``—``, ``->``),
-  or a character the tokenizer cannot write other than the typographic ones below. The model reads what the tokenizer
-  can write of it (``cafe`` for ``café``, nothing for ``→``) so that the sentence still reads as one; the word comes
-  back exactly as written.
+  all-capital acronym, code punctuation, a letter alone other than ``a`` and ``I`` (``x = y + z``, plan B) or a word of
+  software no dictionary knows (``technical_words``: ``async``, ``backend``, ``numpy``) (``is_technical``), a word of
+  current English no dictionary knows (``is_current_word``: ``vlog``, ``chai``, ``Connor``), informal writing
+  (``is_informal``: a chat abbreviation such as ``lol``, ``idk``, ``thx``, a colloquial spelling such as ``gimme``,
+  ``coulda``, ``y'all``, a dropped g such as ``sittin'``, the pronoun ``i`` in lower case, a double contraction such as
+  ``who'd've``, a letter said long such as ``sooo``), one word in quotes of its own (``the word "teh"``:
+  ``is_quoted_word``), the words of a quotation a check says to keep (``Layout.of``'s ``quote_kept``: one in another
+  language, ``"Bitte nicht stören"``), a token longer than ``LONGEST_WORD`` (not read at all), a token of symbols alone
+  (``#``, ``—``, ``->``), or a character the tokenizer cannot write other than the typographic ones below. The model
+  reads what the tokenizer can write of it (``cafe`` for ``café``, nothing for ``→``) so that the sentence still reads
+  as one; the word comes back exactly as written.
 - mapped: a word whose only unwritable characters are typographic quotes, apostrophes, dashes or ellipses. The
   model reads their plain forms (``it's`` for ``it’s``) and may correct the word; its word comes back with the
   typographic characters in their places (``dosn't`` -> ``doesn't`` -> ``doesn’t``), or as written where the model
@@ -100,12 +101,22 @@ TECHNICAL_WORDS_PATH = Path(__file__).resolve().parent.parent / "assets" / "tech
 
 
 @cache
-def technical_words() -> frozenset[str]:
-    """The words of ``TECHNICAL_WORDS_PATH`` (empty where the file is missing)."""
-    if not TECHNICAL_WORDS_PATH.is_file():
+def word_list(path: Path) -> frozenset[str]:
+    """The words of a list file, one per line after ``#`` comments (empty where the file is missing)."""
+    if not path.is_file():
         return frozenset()
-    lines = TECHNICAL_WORDS_PATH.read_text(encoding="utf-8").splitlines()
+    lines = path.read_text(encoding="utf-8").splitlines()
     return frozenset(line.strip() for line in lines if line.strip() and not line.startswith("#"))
+
+
+def technical_words() -> frozenset[str]:
+    """The words of ``TECHNICAL_WORDS_PATH``."""
+    return word_list(TECHNICAL_WORDS_PATH)
+
+
+def _listed(core: str, words: frozenset[str]) -> bool:
+    """Whether ``core``, in lower case or capitalised, is one of ``words``."""
+    return bool(core) and (core.islower() or core[1:].islower()) and core.lower() in words
 
 
 def is_technical(word: str) -> bool:
@@ -115,22 +126,38 @@ def is_technical(word: str) -> bool:
         return False
     if any(pattern.search(core) for pattern in _TECHNICAL):
         return True
-    return (core.islower() or core[1:].islower()) and core.lower() in technical_words()
+    return _listed(core, technical_words())
 
 
-# Abbreviations and greetings of chat and e-mail that are no typos: a corrector made "lol ok np" into "look nop",
-# "idk tbh" into "disk this", "Ok, see you soon." into "Oak, see you soon.", "Omw" into "Know", "Yw." into "Ye.",
-# "Hbd!" into "Bud!", the greeting line "Hi Sarah," into "His Sarah," and "a few mins, max an hr" into "a few mind,
-# max an her", "thx abt that" into "thx bat that", "sry" into "try", "ngl" into "nil", "ik" into "like", "ig" into
-# "it", "kk" into "kick" and "Bruh" into "Brush". None of them but "ok" and "hi" (each as itself, twice) is a word of
-# the spelling sets' sources (recipes/data); "nbd" and "nm" are words of the Debian manuals (a device, New
-# Maintainer), kept as written there too. ("wya" and "bby" are left out: the spelling sets misspell "way" and "by"
-# so.)
+# Words of current written English that no dictionary of the text steps knows ("vlog", "noob", "chai", "selfie",
+# "hashtag", names such as "Connor"): the speller wrote "posted a fog", "got pawned by a job", "a chair late". Built
+# from wordfreq's English frequencies by recipes/make_current_words.py, without the misspellings and slips it records.
+CURRENT_WORDS_PATH = Path(__file__).resolve().parent.parent / "assets" / "current_words.txt"
+
+
+def current_words() -> frozenset[str]:
+    """The words of ``CURRENT_WORDS_PATH``."""
+    return word_list(CURRENT_WORDS_PATH)
+
+
+def is_current_word(word: str) -> bool:
+    """Whether a word (whitespace-free), in lower case or capitalised, is one of ``current_words``."""
+    return _listed(_AROUND.match(word).group(1), current_words())
+
+
+# Abbreviations and greetings of chat and e-mail that are no typos: a corrector made "lol ok np" into "look nop", "idk
+# tbh" into "disk this", "Ok, see you soon." into "Oak, see you soon.", "Omw" into "Know", "Yw." into "Ye.", "Hbd!"
+# into "Bud!", the greeting line "Hi Sarah," into "His Sarah," and "a few mins, max an hr" into "a few mind, max an
+# her", "thx abt that" into "thx bat that", "sry" into "try", "ngl" into "nil", "ik" into "like", "ig" into "it", "kk"
+# into "kick", "Bruh" into "Brush" and "2 tbsp of olive oil" into "2 tap of olive oil". None of them but "ok" and "hi"
+# (each as itself, twice) is a word of the spelling sets' sources (recipes/data); "nbd" and "nm" are words of the
+# Debian manuals (a device, New Maintainer), kept as written there too. ("wya" and "bby" are left out: the spelling
+# sets misspell "way" and "by" so.)
 CHAT_ABBREVIATIONS = frozenset(
     "abt afaik afk asap atm bbl bc bday bf bff brb bruh btw convo cuz cya dm fml fomo ftw fwiw fyi gf gm gn gtg hbd "
     "hbu hi hmu hr hrs icymi idc idek idk ig iirc ik ikr ily imho imo irl istg jk kk lmao lmfao lmk lol luv mins msg "
-    "nbd ngl nm nsfw nvm ofc ok oml omfg omg omw ong pls plz pov ppl probs pw rly rn rofl secs smh sry sus tbd tbf "
-    "tbh thnx thx tks tmi tmr tmrw ttyl ty ur wbu wks wtf wyd yk ykwim yolo yrs yw".split()
+    "nbd ngl nm nsfw nvm ofc ok omfg omg oml omw ong pls plz pov ppl probs pw rly rn rofl secs smh sry sus tbd tbf "
+    "tbh tbsp thnx thx tks tmi tmr tmrw ttyl ty ur wbu wks wtf wyd yk ykwim yolo yrs yw".split()
 )
 # laughter: haha, hahaha, hehe ("Haha ok." had become "Has ok.")
 _LAUGHTER = re.compile(r"(?:ha){2,}h?|(?:he){2,}h?|(?:hi){2,}h?")
@@ -138,13 +165,20 @@ _LAUGHTER = re.compile(r"(?:ha){2,}h?|(?:he){2,}h?|(?:hi){2,}h?")
 
 # Informal spellings of spoken English and its interjections, which a writer chooses: the speller wrote "time" for
 # "gimme", "could" for "coulda", "have" for "hafta", "trina" for "tryna", "you'll" for "y'all", "Hush" for "Uh",
-# "She" for "Shh", "Past" for "Psst", "May" for "Yay", "Oil" for "Oi" and "through" for "thru". ("yo" is left out: the
-# out-of-domain spelling set writes it for "you".)
+# "She" for "Shh", "Past" for "Psst", "May" for "Yay", "Oil" for "Oi", "through" for "thru", "Who" for "Whoa", "Bur"
+# for "Brr", "Mom" for "Mmm" and "New" for "Ew". ("yo" is left out: the out-of-domain spelling set writes it for
+# "you".)
 COLLOQUIAL_SPELLINGS = frozenset(
-    "ain't aww betcha c'mon coulda dontcha dunno finna gimme gonna gotcha gotta hafta hasta imma innit kinda lemme "
-    "lotta musta oi oughta outta psst shh shoulda sorta tho thru tryna uh uhh umm wanna whatcha whatevs woulda ya'll "
-    "y'all yay".split()
+    "ah aha ahh ain't argh aww betcha brr c'mon coulda dontcha dunno ew eww finna gimme gonna gotcha gotta grr hafta "
+    "hasta hmm imma innit kinda lemme lotta mhm mmm musta oh ohh oi oof ooh oughta outta phew psst shh shoulda sorta "
+    "tho thru tryna ugh uh uhh umm wanna welp whatcha whatevs whew whoa woah woulda y'all ya'll yay".split()
 )
+# a letter said long, as chat writes it: "sooo", "Nooo", "yesss", "gooood" (the speller wrote "soon", "Noon"); a run
+# of three of one letter inside a word is taken for a typo ("runnng", "seeene"), as is one whose word with the run
+# written twice is a word ("tooo", "fulll", "Theee")
+_LONG_LETTER = re.compile(r"([a-z])\1{2,}")
+# how often a word said long occurs in symspellpy's counts at least (about the 9,000 commonest words)
+COMMON_WORD_COUNT = 5_000_000
 # a double contraction of speech: he'd've, who'd've, shouldn't've (the speller wrote "He've", "Who's've")
 _DOUBLE_CONTRACTION = re.compile(r"^[A-Za-z]+(?:n't|'d|'ll)'ve$", re.IGNORECASE)
 # the pronoun I written in lower case, as chat and quick notes write it: the speller wrote "yesterday its went", "it
@@ -165,7 +199,8 @@ _QUOTED_WORD = re.compile(
 def is_informal(word: str) -> bool:
     """Whether a word (whitespace-free) is informal writing a corrector must leave as written: a chat abbreviation,
     laughter, one of ``COLLOQUIAL_SPELLINGS`` (apostrophes straight or curly), the pronoun I in lower case (``i``,
-    ``i'm``), a double contraction (``who'd've``) or a word ending in ``in'`` for ``ing``."""
+    ``i'm``), a double contraction (``who'd've``), a word ending in ``in'`` for ``ing`` or a letter said long
+    (``sooo``: ``is_lengthened``)."""
     written = _AROUND.match(word).group(1).replace(CURLY_APOSTROPHE, "'")
     if written in LOWER_CASE_I:
         return True
@@ -174,7 +209,31 @@ def is_informal(word: str) -> bool:
         return True
     if _DOUBLE_CONTRACTION.match(written):
         return True
-    return bool(_DROPPED_G.match(word))
+    return bool(_DROPPED_G.match(word)) or is_lengthened(core)
+
+
+def is_lengthened(word: str) -> bool:
+    """Whether a lower-case word of letters alone says a letter long (``sooo``, ``yesss``, ``gooood``): a run of
+    three or more of one letter, at the word's end or of four or more, that written once gives a common word (one of
+    ``COMMON_WORD_COUNT``) or an informal one (a run of exactly three: and written twice no word; ``tooo`` is a
+    typo of ``too``), or written twice an interjection (``brrr``, ``hmmm``). A rarer word is taken for a typo
+    ("mirrr" for "mirror", not "mir" said long)."""
+    runs = list(_LONG_LETTER.finditer(word))
+    if not runs or not word.isalpha() or any(len(run.group(0)) == 3 and run.end() < len(word) for run in runs):
+        return False
+    once, twice = _LONG_LETTER.sub(r"\1", word), _LONG_LETTER.sub(r"\1\1", word)
+    if twice in COLLOQUIAL_SPELLINGS:  # an interjection said long: "brrr", "shhh", "hmmm"
+        return True
+    from seq2spec.spelling.classical import shared_symspell_corrector, word_counts
+
+    def informal(text: str) -> bool:
+        return text in CHAT_ABBREVIATIONS or text in COLLOQUIAL_SPELLINGS or bool(_LAUGHTER.fullmatch(text))
+
+    if not (informal(once) or word_counts().get(once, 0) >= COMMON_WORD_COUNT):
+        return False
+    if any(len(run.group(0)) > 3 for run in runs):
+        return True
+    return not (informal(twice) or twice in word_counts() or shared_symspell_corrector()(twice) == twice)
 
 
 def is_quoted_word(word: str) -> bool:
@@ -471,7 +530,14 @@ def _word(token: str, writing: TokenizerWriting, quoted: bool = False) -> Word:
         return Word(token, "", Kind.KEPT)
     written = writing.writes(token)
     symbols_alone = not any(character.isalnum() for character in token)
-    if quoted or is_technical(token) or is_informal(token) or is_quoted_word(token) or symbols_alone:
+    if (
+        quoted
+        or is_technical(token)
+        or is_informal(token)
+        or is_current_word(token)
+        or is_quoted_word(token)
+        or symbols_alone
+    ):
         return Word(token, token if written else writing.stand_in(token), Kind.KEPT)
     if written:
         return Word(token, token, Kind.FREE)

@@ -20,6 +20,10 @@ and none of these, which a writer means as another word:
   more frequent: a slip of that word more often than a word of its own ("shel" of "she", "werk" of "were", "ince" of
   "since"; "vlog" stays beside "blog", "noob" beside "noon").
 
+The words of four or more letters down to ``--names-min-zipf`` (2.0) that the rule above leaves out, mostly names
+("Maren", "Matteo", "Chidi", "Shira": the speller wrote "Marine", "Matter", "Child", "Shirt"), go to
+``seq2spec/assets/name_words.txt``; the text steps keep them only capitalised within a sentence.
+
 Usage::
 
     pip install wordfreq && python recipes/make_current_words.py [--min-zipf 2.5] [--max-neighbour-gap 2.0]
@@ -35,9 +39,8 @@ from pathlib import Path
 
 from seq2spec.spelling.classical import word_counts
 from seq2spec.spelling.dictionary_words import dictionary_checker
-from seq2spec.spelling.protection import CURRENT_WORDS_PATH, is_lengthened, technical_words
+from seq2spec.spelling.protection import CURRENT_WORDS_PATH, NAME_WORDS_PATH, is_lengthened, technical_words
 
-_LOWER_WORD = re.compile(r"[a-z]{4,}")
 # words that a missing space joins to a neighbour most often ("ofthe", "inthe", "tothe", "tobe", "itis")
 FUNCTION_WORDS = frozenset("and at be for in is it of on the to".split())
 COMMON_WORD_COUNT = 5_000_000  # the other word's count in symspellpy's dictionary at least (about the 9,000 commonest)
@@ -65,23 +68,22 @@ def recorded_misspellings() -> set[str]:
     return {line.split("->", 1)[0].strip().lower() for line in lines if "->" in line}
 
 
-def current_words(min_zipf: float, max_neighbour_gap: float) -> list[str]:
-    """The words of the module docstring's rule, sorted."""
+def candidates(min_zipf: float, min_length: int) -> list[tuple[str, float]]:
+    """The words of wordfreq's English list of at least ``min_length`` lower-case letters and Zipf ``min_zipf``,
+    most frequent first, that none of the text steps' lists knows and that are none of the module docstring's
+    misspellings, contractions, dropped g's, words run together or letters said long; each with its Zipf frequency."""
     from wordfreq import top_n_list, zipf_frequency
 
     is_word = dictionary_checker()
     misspellings = recorded_misspellings()
     technical = technical_words()
-
-    def zipf(word: str) -> float:
-        return zipf_frequency(word, "en", wordlist="large")
+    counts = word_counts()
+    shape = re.compile(f"[a-z]{{{min_length},}}")
 
     def apostrophe_left_out(word: str) -> bool:
         if word.endswith("in") and is_word(word + "g"):
             return True
         return any(word.endswith(end) and is_word(word[: -len(end)]) for end in _CONTRACTION_ENDINGS)
-
-    counts = word_counts()
 
     def run_together(word: str) -> bool:
         return any(
@@ -90,35 +92,61 @@ def current_words(min_zipf: float, max_neighbour_gap: float) -> list[str]:
             for left, right in ((word[:i], word[i:]) for i in range(1, len(word)))
         )
 
-    words = []
-    for word in top_n_list("en", 500_000, wordlist="large"):
-        frequency = zipf(word)
+    found = []
+    for word in top_n_list("en", 1_000_000, wordlist="large"):
+        frequency = zipf_frequency(word, "en", wordlist="large")
         if frequency < min_zipf:
             break  # the list runs from the most frequent down
-        if not _LOWER_WORD.fullmatch(word) or is_word(word) or word in technical or word in misspellings:
+        if not shape.fullmatch(word) or is_word(word) or word in technical or word in misspellings:
             continue
         if apostrophe_left_out(word) or run_together(word) or is_lengthened(word):
             continue
-        if max((zipf(other) for other in one_edit_away(word)), default=0.0) - frequency > max_neighbour_gap:
-            continue
-        words.append(word)
+        found.append((word, frequency))
+    return found
+
+
+def current_words(min_zipf: float, max_neighbour_gap: float) -> list[str]:
+    """The words of the module docstring's rule, sorted."""
+    from wordfreq import zipf_frequency
+
+    words = []
+    for word, frequency in candidates(min_zipf, 4):
+        nearest = max((zipf_frequency(other, "en", wordlist="large") for other in one_edit_away(word)), default=0.0)
+        if nearest - frequency <= max_neighbour_gap:
+            words.append(word)
     return sorted(words)
+
+
+def name_words(min_zipf: float, current: list[str]) -> list[str]:
+    """The candidates of four or more letters down to ``min_zipf`` that ``current`` leaves out, sorted: mostly names
+    ("maren", "matteo", "chidi", "shira"), which the text steps keep only capitalised within a sentence, where a
+    slip of a commoner word is rare."""
+    left_out = set(current)
+    return sorted(word for word, _ in candidates(min_zipf, 4) if word not in left_out)
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--min-zipf", type=float, default=2.5)
     parser.add_argument("--max-neighbour-gap", type=float, default=2.0)
+    parser.add_argument("--names-min-zipf", type=float, default=2.0)
     parser.add_argument("--out", type=Path, default=CURRENT_WORDS_PATH)
+    parser.add_argument("--names-out", type=Path, default=NAME_WORDS_PATH)
     args = parser.parse_args(argv)
+    source = f"wordfreq {version('wordfreq')}'s English frequencies (data CC BY-SA 4.0, Robyn Speer)"
     words = current_words(args.min_zipf, args.max_neighbour_gap)
     header = (
-        f"# words of current English no dictionary of the text steps knows: {len(words)} words of wordfreq "
-        f"{version('wordfreq')}'s English frequencies (data CC BY-SA 4.0, Robyn Speer), Zipf >= {args.min_zipf} "
-        "(recipes/make_current_words.py)\n"
+        f"# words of current English no dictionary of the text steps knows: {len(words)} words of {source}, Zipf >= "
+        f"{args.min_zipf} (recipes/make_current_words.py)\n"
     )
     args.out.write_text(header + "\n".join(words) + "\n", encoding="utf-8")
-    print(f"{len(words)} words -> {args.out}")
+    names = name_words(args.names_min_zipf, words)
+    header = (
+        f"# words kept when capitalised within a sentence (mostly names): {len(names)} words of {source}, Zipf >= "
+        f"{args.names_min_zipf}, not in current_words.txt (recipes/make_current_words.py)\n"
+    )
+    args.names_out.write_text(header + "\n".join(names) + "\n", encoding="utf-8")
+    print(f"{len(words)} words -> {args.out}, {len(names)} names -> {args.names_out}")
     return 0
 
 

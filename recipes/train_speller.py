@@ -970,8 +970,8 @@ model made into a word no dictionary knows (`keep_dictionary_words`, on by defau
 mostly American spellings and now and then rewrites a British one it reads ("neighbour's" -> "neighbor's"), so
 `correct` keeps the writer's variety of English (`keep_spelling_varieties`, on by default for this model). It reads
 chat abbreviations, a lower-case pronoun "i", words of software, words of current English no dictionary knows,
-letters said long and interjections as typos ("abt" -> "bat", "i went" -> "its went", "async" -> "sync", "vlog" ->
-"fog", "sooo" -> "soon", "Whoa" -> "Who"); `correct` keeps them as written (`protect`).
+names, letters said long and interjections as typos ("abt" -> "bat", "i went" -> "its went", "async" -> "sync", "vlog"
+-> "fog", "Matteo" -> "Matter", "sooo" -> "soon", "Whoa" -> "Who"); `correct` keeps them as written (`protect`).
 """
 
 

@@ -7,7 +7,7 @@ import types
 
 import make_current_words
 
-from seq2spec.spelling.protection import CURRENT_WORDS_PATH, current_words, technical_words
+from seq2spec.spelling.protection import CURRENT_WORDS_PATH, NAME_WORDS_PATH, current_words, name_words, technical_words
 
 ZIPF = {
     "the": 7.7, "she": 6.2, "blog": 4.9, "noon": 4.0, "vlog": 2.95, "noob": 2.7, "shel": 2.6, "alot": 3.9,
@@ -16,17 +16,29 @@ ZIPF = {
 }  # fmt: skip
 
 
-def test_words_are_chosen_by_the_rule(monkeypatch):
+def use_frequencies(monkeypatch, zipf: dict[str, float]) -> None:
+    """wordfreq answering from ``zipf``, and codespell knowing the misspelling "alot"."""
     fake = types.ModuleType("wordfreq")
-    fake.top_n_list = lambda language, n, wordlist: sorted(ZIPF, key=ZIPF.get, reverse=True)
-    fake.zipf_frequency = lambda word, language, wordlist: ZIPF.get(word, 0.0)
+    fake.top_n_list = lambda language, n, wordlist: sorted(zipf, key=zipf.get, reverse=True)
+    fake.zipf_frequency = lambda word, language, wordlist: zipf.get(word, 0.0)
     monkeypatch.setitem(sys.modules, "wordfreq", fake)
     monkeypatch.setattr(make_current_words, "recorded_misspellings", lambda: {"alot"})
+
+
+def test_words_are_chosen_by_the_rule(monkeypatch):
+    use_frequencies(monkeypatch, ZIPF)
     words = make_current_words.current_words(min_zipf=2.5, max_neighbour_gap=2.0)
     # left out: dictionary words ("the", "blog", "rare"), a slip of a far commoner word ("shel": "she"), a recorded
     # misspelling ("alot"), no apostrophe ("dont", "goin"), run together ("ofthe"), a letter said long ("sooo"), a
     # technical word ("async"), capitals ("Kanye"), the rarer words ("rizz")
     assert words == ["fomo", "noob", "vlog"]
+
+
+def test_names_are_the_rarer_words_the_list_leaves_out(monkeypatch):
+    use_frequencies(monkeypatch, {**ZIPF, "matteo": 2.3, "chidi": 2.1, "ama": 3.0, "zzyx": 1.5})
+    current = make_current_words.current_words(min_zipf=2.5, max_neighbour_gap=2.0)
+    # "shel" (a slip of "she") and the words under 2.5 come in; three letters ("ama") and under 2.0 ("zzyx") do not
+    assert make_current_words.name_words(2.0, current) == ["chidi", "matteo", "shel"]
 
 
 def test_one_edit_away_covers_the_four_edits():
@@ -40,3 +52,10 @@ def test_the_shipped_list_is_the_recipes_rule():
     lines = CURRENT_WORDS_PATH.read_text(encoding="utf-8").splitlines()
     assert lines[0].startswith("#") and "CC BY-SA" in lines[0] and lines[1:] == sorted(words)
     assert not words & technical_words() and not words & {"ofthe", "inthe", "tobe", "dont", "alot", "teh"}
+
+
+def test_the_shipped_names_are_the_recipes_rule():
+    names = name_words()
+    assert len(names) > 10000 and {"matteo", "chidi", "shira", "maren"} <= names and not names & current_words()
+    lines = NAME_WORDS_PATH.read_text(encoding="utf-8").splitlines()
+    assert lines[0].startswith("#") and "CC BY-SA" in lines[0] and lines[1:] == sorted(names)

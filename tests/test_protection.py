@@ -22,6 +22,7 @@ from seq2spec.spelling.protection import (
     is_current_word,
     is_informal,
     is_lengthened,
+    is_name_within_sentence,
     is_quoted_word,
     is_technical,
     quotation_text,
@@ -445,4 +446,21 @@ def test_the_shipped_speller_keeps_what_people_write_in_chat():
         "It was sooo good, teh best.",
     ]
     expected = texts[:-1] + ["It was sooo good, the best."]
+    assert _shipped().correct(texts) == expected
+
+
+def test_names_within_a_sentence_are_kept_as_written():
+    """The shipped speller made "Matteo" into "Matter", "Chidi" into "Child" and "Shira" into "Shirt"."""
+    assert is_name_within_sentence("with", "Matteo") and is_name_within_sentence("and", "Shira,")
+    assert is_name_within_sentence("GNU", "Hurd")
+    for previous, word in [("done.", "Matteo"), ("said:", "Chidi"), ("read", '"Bitte'), ("with", "matteo")]:
+        assert not is_name_within_sentence(previous, word), (previous, word)  # a sentence's or quotation's start
+    assert not is_name_within_sentence("with", "MATTEO")  # not capitalised
+    assert not is_name_within_sentence("with", "Matter")  # a dictionary word
+
+
+@needs_weights
+def test_the_shipped_speller_keeps_names_within_a_sentence():
+    texts = ["I had lunch with Matteo, Chidi and Shira yesterday.", "We met Maren at teh station."]
+    expected = [texts[0], "We met Maren at the station."]
     assert _shipped().correct(texts) == expected

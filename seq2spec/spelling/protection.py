@@ -11,15 +11,15 @@ them and sorts each word into one of three kinds:
   snake_case, CamelCase or dotted identifier, a lower-case letter before a capital (``iPhone``, ``eBay``), an
   all-capital acronym, code punctuation, a letter alone other than ``a`` and ``I`` (``x = y + z``, plan B) or a word of
   software no dictionary knows (``technical_words``: ``async``, ``backend``, ``numpy``) (``is_technical``), a word of
-  current English no dictionary knows (``is_current_word``: ``vlog``, ``chai``, ``Connor``), informal writing
-  (``is_informal``: a chat abbreviation such as ``lol``, ``idk``, ``thx``, a colloquial spelling such as ``gimme``,
-  ``coulda``, ``y'all``, a dropped g such as ``sittin'``, the pronoun ``i`` in lower case, a double contraction such as
-  ``who'd've``, a letter said long such as ``sooo``), one word in quotes of its own (``the word "teh"``:
-  ``is_quoted_word``), the words of a quotation a check says to keep (``Layout.of``'s ``quote_kept``: one in another
-  language, ``"Bitte nicht stören"``), a token longer than ``LONGEST_WORD`` (not read at all), a token of symbols alone
-  (``#``, ``—``, ``->``), or a character the tokenizer cannot write other than the typographic ones below. The model
-  reads what the tokenizer can write of it (``cafe`` for ``café``, nothing for ``→``) so that the sentence still reads
-  as one; the word comes back exactly as written.
+  current English no dictionary knows (``is_current_word``: ``vlog``, ``chai``, ``Connor``), a name within a sentence
+  (``is_name_within_sentence``: ``Matteo``), informal writing (``is_informal``: a chat abbreviation such as ``lol``,
+  ``idk``, ``thx``, a colloquial spelling such as ``gimme``, ``coulda``, ``y'all``, a dropped g such as ``sittin'``,
+  the pronoun ``i`` in lower case, a double contraction such as ``who'd've``, a letter said long such as ``sooo``), one
+  word in quotes of its own (``the word "teh"``: ``is_quoted_word``), the words of a quotation a check says to keep
+  (``Layout.of``'s ``quote_kept``: one in another language, ``"Bitte nicht stören"``), a token longer than
+  ``LONGEST_WORD`` (not read at all), a token of symbols alone (``#``, ``—``, ``->``), or a character the tokenizer
+  cannot write other than the typographic ones below. The model reads what the tokenizer can write of it (``cafe`` for
+  ``café``, nothing for ``→``) so that the sentence still reads as one; the word comes back exactly as written.
 - mapped: a word whose only unwritable characters are typographic quotes, apostrophes, dashes or ellipses. The
   model reads their plain forms (``it's`` for ``it’s``) and may correct the word; its word comes back with the
   typographic characters in their places (``dosn't`` -> ``doesn't`` -> ``doesn’t``), or as written where the model
@@ -143,6 +143,33 @@ def current_words() -> frozenset[str]:
 def is_current_word(word: str) -> bool:
     """Whether a word (whitespace-free), in lower case or capitalised, is one of ``current_words``."""
     return _listed(_AROUND.match(word).group(1), current_words())
+
+
+# Strings of current English no dictionary knows that are too rare, or too close to a commoner word, for
+# ``current_words``: mostly names ("Maren", "Matteo", "Chidi", "Shira", "Jing"; the speller wrote "Marine", "Matter",
+# "Child", "Shirt", "King"), kept capitalised within a sentence, where a capital marks a name and a slip of a commoner
+# word is rare. Built by recipes/make_current_words.py.
+NAME_WORDS_PATH = Path(__file__).resolve().parent.parent / "assets" / "name_words.txt"
+# the marks that open a quotation, whose first word is capitalised as a sentence's is
+_OPENING_QUOTES = "\"'\u201c\u2018\u201e\u201a\u00ab\u00bb"
+# the end of a sentence or clause a capital may follow without being a name's: "Done. Matter closed."
+_SENTENCE_END = re.compile(r"[.!?:;][\"'\u2019\u201d\u00bb)\]]*$")
+
+
+def name_words() -> frozenset[str]:
+    """The words of ``NAME_WORDS_PATH``."""
+    return word_list(NAME_WORDS_PATH)
+
+
+def is_name_within_sentence(previous: str, word: str) -> bool:
+    """Whether ``word`` (whitespace-free), after ``previous`` within the same sentence, is capitalised and one of
+    ``name_words``."""
+    core = _AROUND.match(word).group(1)
+    if not core[:1].isupper() or not core[1:].islower() or _SENTENCE_END.search(previous):
+        return False
+    if word[:1] in _OPENING_QUOTES:  # a quotation's first word starts a sentence of its own
+        return False
+    return core.lower() in name_words()
 
 
 # Abbreviations and greetings of chat and e-mail that are no typos: a corrector made "lol ok np" into "look nop", "idk
@@ -403,7 +430,7 @@ class Layout:
         quote_kept: Callable[[str], bool] | None = None,
     ) -> Layout:
         """The layout of ``text``; the words of a quotation for whose text ``quote_kept`` is true (one in another
-        language) are kept as written."""
+        language), and names within a sentence (``is_name_within_sentence``), are kept as written."""
         body = text.strip()
         if not body:
             return cls(text, [], [], apostrophe)
@@ -414,6 +441,7 @@ class Layout:
         for start, end in quotations(words) if quote_kept else []:
             if quote_kept(quotation_text(words[start:end])):
                 kept.update(range(start, end))
+        kept.update(index for index in range(1, len(words)) if is_name_within_sentence(words[index - 1], words[index]))
         laid = [_word(token, writing, index in kept) for index, token in enumerate(words)]
         return cls(leading, laid, [*tokens[1::2], trailing], apostrophe)
 

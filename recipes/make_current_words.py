@@ -105,24 +105,26 @@ def candidates(min_zipf: float, min_length: int) -> list[tuple[str, float]]:
     return found
 
 
-def current_words(min_zipf: float, max_neighbour_gap: float) -> list[str]:
-    """The words of the module docstring's rule, sorted."""
+def current_words(found: list[tuple[str, float]], min_zipf: float, max_neighbour_gap: float) -> list[str]:
+    """The words of the module docstring's rule among the ``candidates`` ``found``, sorted."""
     from wordfreq import zipf_frequency
 
     words = []
-    for word, frequency in candidates(min_zipf, 4):
+    for word, frequency in found:
+        if frequency < min_zipf:
+            continue
         nearest = max((zipf_frequency(other, "en", wordlist="large") for other in one_edit_away(word)), default=0.0)
         if nearest - frequency <= max_neighbour_gap:
             words.append(word)
     return sorted(words)
 
 
-def name_words(min_zipf: float, current: list[str]) -> list[str]:
-    """The candidates of four or more letters down to ``min_zipf`` that ``current`` leaves out, sorted: mostly names
-    ("maren", "matteo", "chidi", "shira"), which the text steps keep only capitalised within a sentence, where a
-    slip of a commoner word is rare."""
+def name_words(found: list[tuple[str, float]], min_zipf: float, current: list[str]) -> list[str]:
+    """The ``candidates`` ``found`` down to ``min_zipf`` that ``current`` leaves out, sorted: mostly names ("maren",
+    "matteo", "chidi", "shira"), which the text steps keep only capitalised within a sentence, where a slip of a
+    commoner word is rare."""
     left_out = set(current)
-    return sorted(word for word, _ in candidates(min_zipf, 4) if word not in left_out)
+    return sorted(word for word, frequency in found if frequency >= min_zipf and word not in left_out)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -134,13 +136,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--names-out", type=Path, default=NAME_WORDS_PATH)
     args = parser.parse_args(argv)
     source = f"wordfreq {version('wordfreq')}'s English frequencies (data CC BY-SA 4.0, Robyn Speer)"
-    words = current_words(args.min_zipf, args.max_neighbour_gap)
+    found = candidates(min(args.min_zipf, args.names_min_zipf), min_length=4)  # wordfreq's list read once
+    words = current_words(found, args.min_zipf, args.max_neighbour_gap)
     header = (
         f"# words of current English no dictionary of the text steps knows: {len(words)} words of {source}, Zipf >= "
         f"{args.min_zipf} (recipes/make_current_words.py)\n"
     )
     args.out.write_text(header + "\n".join(words) + "\n", encoding="utf-8")
-    names = name_words(args.names_min_zipf, words)
+    names = name_words(found, args.names_min_zipf, words)
     header = (
         f"# words kept when capitalised within a sentence (mostly names): {len(names)} words of {source}, Zipf >= "
         f"{args.names_min_zipf}, not in current_words.txt (recipes/make_current_words.py)\n"

@@ -27,7 +27,8 @@ def use_frequencies(monkeypatch, zipf: dict[str, float]) -> None:
 
 def test_words_are_chosen_by_the_rule(monkeypatch):
     use_frequencies(monkeypatch, ZIPF)
-    words = make_current_words.current_words(min_zipf=2.5, max_neighbour_gap=2.0)
+    found = make_current_words.candidates(min_zipf=2.0, min_length=4)
+    words = make_current_words.current_words(found, min_zipf=2.5, max_neighbour_gap=2.0)
     # left out: dictionary words ("the", "blog", "rare"), a slip of a far commoner word ("shel": "she"), a recorded
     # misspelling ("alot"), no apostrophe ("dont", "goin"), run together ("ofthe"), a letter said long ("sooo"), a
     # technical word ("async"), capitals ("Kanye"), the rarer words ("rizz")
@@ -36,9 +37,10 @@ def test_words_are_chosen_by_the_rule(monkeypatch):
 
 def test_names_are_the_rarer_words_the_list_leaves_out(monkeypatch):
     use_frequencies(monkeypatch, {**ZIPF, "matteo": 2.3, "chidi": 2.1, "ama": 3.0, "zzyx": 1.5})
-    current = make_current_words.current_words(min_zipf=2.5, max_neighbour_gap=2.0)
+    found = make_current_words.candidates(min_zipf=2.0, min_length=4)
+    current = make_current_words.current_words(found, min_zipf=2.5, max_neighbour_gap=2.0)
     # "shel" (a slip of "she") and the words under 2.5 come in; three letters ("ama") and under 2.0 ("zzyx") do not
-    assert make_current_words.name_words(2.0, current) == ["chidi", "matteo", "shel"]
+    assert make_current_words.name_words(found, 2.0, current) == ["chidi", "matteo", "shel"]
 
 
 def test_one_edit_away_covers_the_four_edits():

@@ -232,7 +232,7 @@ def is_informal(word: str) -> bool:
     if written in LOWER_CASE_I:
         return True
     core = written.lower()
-    if core in CHAT_ABBREVIATIONS or core in COLLOQUIAL_SPELLINGS or _LAUGHTER.fullmatch(core):
+    if _informal_spelling(core):
         return True
     if _DOUBLE_CONTRACTION.match(written):
         return True
@@ -253,14 +253,16 @@ def is_lengthened(word: str) -> bool:
         return True
     from seq2spec.spelling.classical import shared_symspell_corrector, word_counts
 
-    def informal(text: str) -> bool:
-        return text in CHAT_ABBREVIATIONS or text in COLLOQUIAL_SPELLINGS or bool(_LAUGHTER.fullmatch(text))
-
-    if not (informal(once) or word_counts().get(once, 0) >= COMMON_WORD_COUNT):
+    if not (_informal_spelling(once) or word_counts().get(once, 0) >= COMMON_WORD_COUNT):
         return False
     if any(len(run.group(0)) > 3 for run in runs):
         return True
-    return not (informal(twice) or twice in word_counts() or shared_symspell_corrector()(twice) == twice)
+    return not (_informal_spelling(twice) or twice in word_counts() or shared_symspell_corrector()(twice) == twice)
+
+
+def _informal_spelling(text: str) -> bool:
+    """Whether a lower-case word is a chat abbreviation, one of ``COLLOQUIAL_SPELLINGS`` or laughter."""
+    return text in CHAT_ABBREVIATIONS or text in COLLOQUIAL_SPELLINGS or bool(_LAUGHTER.fullmatch(text))
 
 
 def is_quoted_word(word: str) -> bool:

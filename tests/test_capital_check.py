@@ -221,6 +221,30 @@ def test_a_change_between_dictionary_words_is_undone_unless_the_model_is_sure():
     assert check(originals, originals, outputs) == ["the odor of ridges", "the from ridges"]
 
 
+def test_a_command_beside_another_technical_word_is_written_back_unless_the_model_is_sure():
+    """ "sed" and "thd" beside "yaml" (seq2spec.spelling.protection.technical_in_context): the speller wrote "used" for
+    "sed" and "the" for "thd" (a slip of "the", and a Debian command); the text's word comes back where the model
+    scores it within the change margin, and no word check turns a command the model copied into a word."""
+    known = KNOWN | {"used", "the", "set", "run", "on", "file", "see"}
+
+    def checker(word: str) -> str | None:
+        return word if word in known else {"sed": "set", "thd": "the"}.get(word)
+
+    originals = ["run sed on thd yaml file", "run sed on the yaml file", "I sed teh file"]
+    outputs = ["run used on the yaml file", "run sed on the yaml file", "I see the file"]
+    _, found = candidates(originals, originals, outputs, checker, ("lower", "revert"))
+    # no context in the third text: "sed" is a non-word the model changed into a word, nothing to check
+    assert [(c.text, c.replacement) for c in found] == [(0, "sed"), (0, "thd")]
+    scores = {"run sed on the yaml file": -1.0, "run used on thd yaml file": -12.0}
+
+    def score(texts: list[str], said: list[str]) -> list[float]:
+        return [scores.get(output, 0.0) for output in said]
+
+    check = CapitalCheck(score, margin=None, correct_word=checker, lower_margin=4.0, revert_margin=5.0)
+    assert check(originals, originals, outputs) == ["run sed on the yaml file", *outputs[1:]]
+    assert candidates(originals, originals, outputs, checker, ("lower",))[1] == []  # no change check asked for
+
+
 def test_a_long_lower_case_word_has_its_own_margin():
     known = KNOWN | {"private", "tape"}
 

@@ -2,13 +2,23 @@
 
 from __future__ import annotations
 
+import gzip
+import sys
+import types
+
 import make_technical_words
 
-from seq2spec.spelling.protection import TECHNICAL_WORDS_PATH, technical_words
+from seq2spec.spelling.protection import (
+    TECHNICAL_WORDS_IN_CONTEXT_PATH,
+    TECHNICAL_WORDS_PATH,
+    technical_words,
+    technical_words_in_context,
+)
 
 
 def test_words_of_descriptions_are_chosen_by_the_rule(monkeypatch):
-    monkeypatch.setattr(make_technical_words, "load_typos", lambda: {"output": ["ouput"]})
+    misspellings = {"ouput"} | make_technical_words.DESCRIPTION_TYPOS  # codespell's, as the recipe reads them
+    monkeypatch.setattr(make_technical_words, "_misspellings", lambda: misspellings)
     descriptions = [
         "async backend for the numpy ouput (tty) llibrary",
         "Async backend, numpy; ouput tty llibrary redis",
@@ -23,7 +33,52 @@ def test_words_of_descriptions_are_chosen_by_the_rule(monkeypatch):
 
 def test_the_shipped_list_is_the_recipes_rule():
     words = technical_words()
-    assert len(words) > 500 and {"async", "backend", "numpy", "systemd"} <= words
+    assert len(words) > 1000 and {"async", "backend", "numpy", "systemd", "csv", "postgres", "readme"} <= words
     lines = TECHNICAL_WORDS_PATH.read_text(encoding="utf-8").splitlines()
     assert lines[0].startswith("#") and lines[1:] == sorted(words)
     assert not words & make_technical_words.DESCRIPTION_TYPOS
+
+
+def test_command_names_come_from_the_bin_folders_of_contents_indexes(tmp_path):
+    contents = tmp_path / "Contents-amd64.gz"
+    lines = [
+        "usr/bin/scp    net/openssh-client",
+        "usr/sbin/chown    utils/coreutils",
+        "usr/lib/postgresql/15/bin/postgres    database/postgresql-15",
+        "usr/games/fortune    games/fortune-mod",
+        "usr/bin/jq    utils/jq",  # two letters
+        "usr/share/doc/sed/README    utils/sed",  # no command
+        "usr/bin/x86_64-linux-gnu-gcc    devel/gcc",  # no word
+    ]
+    with gzip.open(contents, "wt", encoding="utf-8") as file:
+        file.write("\n".join(lines) + "\n")
+    assert make_technical_words.command_names([contents]) == {"scp", "chown", "postgres", "fortune"}
+
+
+def test_file_extensions_come_from_mime_types(tmp_path):
+    mime_types = tmp_path / "mime.types"
+    mime_types.write_text("# comment csv\ntext/csv\t\t\t\t\tcsv\nimage/svg+xml\tsvg svgz\napplication/x-7z\t7z\n")
+    assert make_technical_words.file_extensions(mime_types) == {"csv", "svg", "svgz"}
+
+
+def test_words_a_writer_may_mean_otherwise_are_kept_in_context_only(monkeypatch):
+    zipf = {"set": 5.9, "sed": 2.9, "shown": 4.9, "chown": 1.8, "toml": 0.0, "tool": 5.0, "csv": 2.6, "ftdump": 0.0}
+    fake = types.ModuleType("wordfreq")
+    fake.zipf_frequency = lambda word, language, wordlist: zipf.get(word, 0.0)
+    monkeypatch.setitem(sys.modules, "wordfreq", fake)
+    monkeypatch.setattr(make_technical_words, "_misspellings", lambda: {"alot"})
+    commands = {"sed", "chown", "ftdump", "journalctl", "set"}
+    others = {"toml", "csv", "svg", "numpy", "alot"}
+    anywhere, in_context = make_technical_words.words_by_context(commands, others, {"numpy"}, 1.5, 7, 2.0)
+    # a short command English text does not write ("ftdump"; "journalctl" is long enough), a misspelling ("alot"), a
+    # dictionary word ("set") and a listed word ("numpy") are left out; a slip of a far commoner word ("sed", "chown",
+    # "toml") is kept in context
+    assert anywhere == ["csv", "journalctl", "svg"] and in_context == ["chown", "sed", "toml"]
+
+
+def test_the_shipped_list_in_context_is_the_recipes_rule():
+    words = technical_words_in_context()
+    assert len(words) > 500 and {"sed", "env", "chown", "toml"} <= words
+    lines = TECHNICAL_WORDS_IN_CONTEXT_PATH.read_text(encoding="utf-8").splitlines()
+    assert lines[0].startswith("#") and lines[1:] == sorted(words)
+    assert not words & technical_words()

@@ -17,6 +17,9 @@ training sentences (technical prose) the speller copies plain typos too ("mempry
 guards against the model's slips between real words (``revert_margin``; ``correct(check_changes=True)``): where the
 model changed a dictionary word of the text into another ("odor" -> "door", "hum" -> "him"), the text's word comes
 back when the model scores it within that margin of its own output; a fix it is sure of ("form" -> "from") stays.
+So does a command or file format beside another technical word (``protection.technical_in_context``: "run sed on
+the yaml file", where the model wrote "used"), which no word check changes where the model copied it; "thd" for
+"the" beside "cron" is a slip the model is sure of.
 
 The result is no longer the model's greedy output for those words: like the other text steps it is off for models
 other than the shipped speller unless asked for (``correct(check_capitals=True)``). The default margins, 6.5 nats
@@ -37,6 +40,7 @@ from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
 from seq2spec.spelling.classical import WHITESPACE, WORD_TOKEN, WordAlignment, apply_case, case_pattern
 from seq2spec.spelling.dictionary_words import dictionary_checker
+from seq2spec.spelling.protection import technical_in_context
 from seq2spec.spelling.settings import DEFAULT_INITIAL_MARGIN, DEFAULT_MARGIN
 
 # a word that ends a sentence: its last letters followed by . ! or ?, then any closing quotes or brackets
@@ -99,11 +103,17 @@ def candidates(
         original_words = _words(original)
         if len(original_words) != len(aligned.sources):  # not the same words: nothing to line up
             continue
+        technical = technical_in_context(original_words)
         for tag, i1, i2, j1, j2 in aligned.opcodes:
             if tag == "equal" or (tag == "replace" and i2 - i1 == j2 - j1):
                 for i, j in zip(range(i1, i2), range(j1, j2), strict=True):
                     written, said = original_words[i], aligned.pieces[aligned.words[j]]
                     initial = i == 0 or _SENTENCE_END.search(original_words[i - 1]) is not None
+                    if i in technical:  # "sed" beside "yaml": the text's word unless the model is sure of its own
+                        kept = _written_back(written, said) if "revert" in cases else None
+                        if kept is not None:
+                            found.append(Candidate(index, aligned.words[j], kept, initial, revert=True))
+                        continue
                     candidate = _candidate(written, said, correct_word, cases, is_word)
                     if candidate is not None:
                         core = WORD_TOKEN.match(written).group(2)
@@ -125,6 +135,14 @@ def _kept_word(original: str, said: str, is_word: Callable[[str], bool]) -> str 
     if core.lower() == word.lower() or not is_word(core.lower()) or not is_word(word.lower()):
         return None
     return output.group(1) + core + output.group(3)
+
+
+def _written_back(original: str, said: str) -> str | None:
+    """``said`` with the text's word back in its place, where the model changed it."""
+    source, output = WORD_TOKEN.match(original), WORD_TOKEN.match(said)
+    if source is None or output is None or source.group(2).lower() == output.group(2).lower():
+        return None
+    return output.group(1) + source.group(2) + output.group(3)
 
 
 def _candidate(

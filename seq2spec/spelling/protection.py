@@ -10,23 +10,27 @@ them and sorts each word into one of three kinds:
 - kept: a word holding a digit, a URL, an e-mail address, an @handle or #tag, a path, a command-line flag, a
   snake_case, CamelCase or dotted identifier, a lower-case letter before a capital (``iPhone``, ``eBay``), an
   all-capital acronym, code punctuation, a letter alone other than ``a`` and ``I`` (``x = y + z``, plan B) or a word of
-  software no dictionary knows (``technical_words``: ``async``, ``backend``, ``numpy``) (``is_technical``), a word of
-  current English no dictionary knows (``is_current_word``: ``vlog``, ``chai``, ``Connor``), a name within a sentence
-  (``is_name_within_sentence``: ``Matteo``), informal writing (``is_informal``: a chat abbreviation such as ``lol``,
-  ``idk``, ``thx``, a colloquial spelling such as ``gimme``, ``coulda``, ``y'all``, a dropped g such as ``sittin'``,
-  the pronoun ``i`` in lower case, a double contraction such as ``who'd've``, a letter said long such as ``sooo``), one
-  word in quotes of its own (``the word "teh"``: ``is_quoted_word``), the words of a quotation a check says to keep
-  (``Layout.of``'s ``quote_kept``: one in another language, ``"Bitte nicht stören"``), a token longer than
-  ``LONGEST_WORD`` (not read at all), a token of symbols alone (``#``, ``—``, ``->``), or a character the tokenizer
-  cannot write other than the typographic ones below. The model reads what the tokenizer can write of it (``cafe`` for
-  ``café``, nothing for ``→``) so that the sentence still reads as one; the word comes back exactly as written.
+  software no dictionary knows (``technical_words``: ``async``, ``backend``, ``numpy``, commands and file formats such
+  as ``postgres`` and ``csv``, with an s too: ``csvs``) (``is_technical``), a word of current English no dictionary
+  knows (``is_current_word``: ``noob``, ``chai``, ``Connor``), a name within a sentence (``is_name_within_sentence``:
+  ``Matteo``), informal writing (``is_informal``: a chat abbreviation such as ``lol``, ``idk``, ``thx``, a colloquial
+  spelling such as ``gimme``, ``coulda``, ``y'all``, a dropped g such as ``sittin'``, the pronoun ``i`` in lower case,
+  a double contraction such as ``who'd've``, a letter said long such as ``sooo``), one word in quotes of its own (``the
+  word "teh"``: ``is_quoted_word``), the words of a code span between backticks (``code_spans``), the words of a
+  quotation a check says to keep (``Layout.of``'s ``quote_kept``: one in another language, ``"Bitte nicht stören"``), a
+  token longer than ``LONGEST_WORD`` (not read at all), a token of symbols alone (``#``, ``—``, ``->``), or a character
+  the tokenizer cannot write other than the typographic ones below. The model reads what the tokenizer can write of it
+  (``cafe`` for ``café``, nothing for ``→``) so that the sentence still reads as one; the word comes back exactly as
+  written.
 - mapped: a word whose only unwritable characters are typographic quotes, apostrophes, dashes or ellipses. The
   model reads their plain forms (``it's`` for ``it’s``) and may correct the word; its word comes back with the
   typographic characters in their places (``dosn't`` -> ``doesn't`` -> ``doesn’t``), or as written where the model
   changed their number.
-- free: every other word, the model's to correct. In a text written with ’ and no ', apostrophes the model adds
-  are written ’ too (``didnt`` -> ``didn’t``); a run of two or more of ``. ! ?`` ending the word (``Wait...``,
-  ``what?!``) comes back as written.
+- free: every other word, the model's to correct. A command or file format that may be a slip of a word (``sed``,
+  ``env``, ``toml``: ``technical_words_in_context``) beside another technical word is free too; the change check
+  (``capital_check``) writes it back unless the model is sure of its own word. In a text written with ’ and no ',
+  apostrophes the model adds are written ’ too (``didnt`` -> ``didn’t``); a run of two or more of ``. ! ?`` ending the
+  word (``Wait...``, ``what?!``) comes back as written.
 
 ``Layout.assemble`` lines the model's output words up with the words it read (difflib, case ignored), puts kept and
 mapped words back in their places, the words it did not read beside their neighbours, and the text's own whitespace
@@ -74,30 +78,39 @@ CURLY_APOSTROPHE = "\u2019"
 
 # the core of a word: punctuation around it stripped
 _AROUND = re.compile(r"^[\"'`(\[{<\u2018\u201c\u00ab]*(.*?)[\"'`)\]}>.,;:!?\u2019\u201d\u00bb]*$", re.DOTALL)
-_TECHNICAL = [
-    re.compile(r"\d"),  # numbers, versions, times, sizes, digests with digits
+# code: URLs, paths, flags, identifiers and code punctuation (a technical token that ordinary prose does not write)
+_CODE = [
     re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://|^www\.", re.IGNORECASE),  # URLs
-    re.compile(r"^[^@\s]+@[^@\s]+\.[A-Za-z]{2,}$"),  # e-mail addresses
-    re.compile(r"^[@#]\w"),  # @handles and #tags
     re.compile(r"^(~|\.{1,2})?/\S|\S/\S|\\|^\.\w"),  # paths and dotfiles (.venv, .bashrc)
     re.compile(r"^--?[A-Za-z]"),  # command-line flags
     re.compile(r"\w_\w|^_|_$"),  # snake_case
     # CamelCase (two humps: maxRetries, GitHub, PostgreSQL, HTTPServer; a typo such as "TThe" has one)
     re.compile(r"[a-z]{2,}[A-Z]|[A-Z]{3,}[a-z]{2,}"),
+    re.compile(r"[A-Za-z_]\w*\.[A-Za-z_]\w*"),  # dotted identifiers and host names
+    re.compile(r"[=<>{}\[\]|^*&%$\\]|\w\(|\)\w"),  # code: a=b, f(x), x[0]
+]
+_TECHNICAL = [
+    *_CODE,
+    re.compile(r"\d"),  # numbers, versions, times, sizes, digests with digits
+    re.compile(r"^[^@\s]+@[^@\s]+\.[A-Za-z]{2,}$"),  # e-mail addresses
+    re.compile(r"^[@#]\w"),  # @handles and #tags
     # a lower-case letter before a capital: iPhone, eBay, iOS, mRNA, pH (the speller wrote "Macc" for iMac, "Book" for
     # eBook, "PRIge, Phone" for iPhone); a typo of that shape ("gThis") stays as written
     re.compile(r"^[a-z][A-Z]"),
-    re.compile(r"[A-Za-z_]\w*\.[A-Za-z_]\w*"),  # dotted identifiers and host names
     re.compile(r"^[A-Z]{2,}(['\u2019]?s)?$"),  # all-capital acronyms: NASA, URLs, CPU's
-    re.compile(r"[=<>{}\[\]|^*&%$\\]|\w\(|\)\w"),  # code: a=b, f(x), x[0]
     re.compile(r"^[B-HJ-Zb-hj-z]$"),  # a letter alone that is no word (a, I are): a variable, a label (x, plan B)
 ]
 
 
-# Lower-case words of software that no English dictionary knows ("async", "backend", "redis", "numpy", "codec"): the
-# speller made a third of them into dictionary words ("sync", "backed", "reds", "bumpy", "code"). Built from Debian's
-# package descriptions by recipes/make_technical_words.py.
+# Lower-case words of software that no English dictionary knows ("async", "backend", "redis", "numpy", "codec",
+# "postgres", "csv"): the speller made a third of them into dictionary words ("sync", "backed", "reds", "bumpy", "code",
+# "postures", "csc"). Built from Debian's package descriptions and index of files and from mime.types by
+# recipes/make_technical_words.py.
 TECHNICAL_WORDS_PATH = Path(__file__).resolve().parent.parent / "assets" / "technical_words.txt"
+# Such words that a writer may mean as another word ("sed" of "set", "env" of "end", "chown" of "shown", "thd" of
+# "the"): where another word of the text is technical ("run sed on the yaml file", "scp and chown"), the change check
+# writes them back unless the model is sure of its own word; elsewhere they are slips.
+TECHNICAL_WORDS_IN_CONTEXT_PATH = Path(__file__).resolve().parent.parent / "assets" / "technical_words_in_context.txt"
 
 
 @cache
@@ -114,6 +127,11 @@ def technical_words() -> frozenset[str]:
     return word_list(TECHNICAL_WORDS_PATH)
 
 
+def technical_words_in_context() -> frozenset[str]:
+    """The words of ``TECHNICAL_WORDS_IN_CONTEXT_PATH``."""
+    return word_list(TECHNICAL_WORDS_IN_CONTEXT_PATH)
+
+
 def _listed(core: str, words: frozenset[str]) -> bool:
     """Whether ``core``, in lower case or capitalised, is one of ``words``."""
     return bool(core) and (core.islower() or core[1:].islower()) and core.lower() in words
@@ -126,7 +144,26 @@ def is_technical(word: str) -> bool:
         return False
     if any(pattern.search(core) for pattern in _TECHNICAL):
         return True
-    return _listed(core, technical_words())
+    words = technical_words()
+    # a listed word with an s: "greps", "csvs" (the speller wrote "grips")
+    return _listed(core, words) or (len(core) > 3 and core[-1:] in "sS" and _listed(core[:-1], words))
+
+
+def technical_in_context(words: list[str]) -> set[int]:
+    """The indices of ``words`` (whitespace-free) that are ``technical_words_in_context`` beside another word of code
+    (a URL, path, flag, identifier or code punctuation) or of either list of technical words."""
+    listed = [_listed(_AROUND.match(word).group(1), technical_words_in_context()) for word in words]
+    if not any(listed):
+        return set()
+    technical = [listed[index] or _technical_context(word) for index, word in enumerate(words)]
+    if sum(technical) < 2:
+        return set()
+    return {index for index, is_listed in enumerate(listed) if is_listed}
+
+
+def _technical_context(word: str) -> bool:
+    core = _AROUND.match(word).group(1)
+    return bool(core) and (any(pattern.search(core) for pattern in _CODE) or _listed(core, technical_words()))
 
 
 # Words of current written English that no dictionary of the text steps knows ("vlog", "noob", "chai", "selfie",
@@ -316,6 +353,33 @@ def _closes(word: str, closing: str) -> bool:
 _QUOTE_MARKS = "".join(sorted(set("".join(_CLOSING_QUOTES) + "".join(_CLOSING_QUOTES.values()))))
 
 
+# a word that opens a code span (a backtick first, after brackets) and one that closes it (a backtick last, before
+# punctuation)
+_CODE_OPENS = re.compile(r"^[(\[]*`")
+_CODE_CLOSES = re.compile(r"`[.,;:!?)\]'\"]*$")
+
+
+def code_spans(words: list[str]) -> set[int]:
+    """The indices of ``words`` (whitespace-free) inside a code span of Markdown and chat, from a word that opens one
+    with a backtick to the nearest word that closes it with one (```git chekout main```, ```timout```; the speller
+    wrote "git checkout" and "nom run build" for "npm run biuld"). A quotation in the old style, ```neo'``, opens
+    no span that a word closes."""
+    found: set[int] = set()
+    opened = None
+    for index, word in enumerate(words):
+        if "`" not in word:
+            continue
+        opens, closes = bool(_CODE_OPENS.match(word)), bool(_CODE_CLOSES.search(word))
+        if opened is None and opens and closes and len(word.strip("`()[].,;:!?'\"")) > 0:
+            found.add(index)  # a span of one word
+        elif opened is not None and closes:
+            found.update(range(opened, index + 1))
+            opened = None
+        elif opens:
+            opened = index
+    return found
+
+
 def quotation_text(words: list[str]) -> str:
     """A quotation's words without its quotation marks and the brackets and punctuation outside them."""
     text = " ".join(words).lstrip("([")[1:]
@@ -444,6 +508,7 @@ class Layout:
             if quote_kept(quotation_text(words[start:end])):
                 kept.update(range(start, end))
         kept.update(index for index in range(1, len(words)) if is_name_within_sentence(words[index - 1], words[index]))
+        kept.update(code_spans(words))
         laid = [_word(token, writing, index in kept) for index, token in enumerate(words)]
         return cls(leading, laid, [*tokens[1::2], trailing], apostrophe)
 

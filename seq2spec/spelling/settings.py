@@ -33,7 +33,8 @@ class SpellingSettings:
         True,
         "keep as written what the model cannot write or must not change: whitespace, characters its tokenizer "
         "lacks, numbers, URLs, e-mail addresses, @handles, #tags, paths, flags, identifiers, acronyms, letters "
-        "alone, names such as iPhone, words of software (async, numpy), chat abbreviations, colloquial spellings "
+        "alone, names such as iPhone, code between backticks, words of software (async, numpy, postgres, csv), chat "
+        "abbreviations, colloquial spellings "
         "(gimme, y'all, sittin'), a lower-case i, a word in quotes of its own, runs of . ! ? ending a word",
     )
     split_longer_than: int | None = _setting(
@@ -66,8 +67,9 @@ class SpellingSettings:
     )
     check_changes: bool = _setting(
         False,
-        "where the model changed a word of the text into another dictionary word, keep the text's word if the model "
-        "scores it within change_check_margin nats of its own output",
+        "where the model changed a word of the text into another dictionary word, or a command beside another "
+        "technical word (sed beside yaml), keep the text's word if the model scores it within change_check_margin "
+        "nats of its own output",
     )
     change_check_margin: float = _setting(DEFAULT_CHANGE_MARGIN, "the change check's margin, in nats")
     keep_dictionary_words: bool = _setting(

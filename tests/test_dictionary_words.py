@@ -77,6 +77,19 @@ def test_words_split_or_merged_into_non_words_come_back_as_written():
     )
 
 
+def test_dictionary_words_merged_into_another_word_come_back_as_written():
+    """The speller wrote "a public formulating list" for "a public forum (mailing list"; a merge that fixes words keeps
+    their letters ("every day" -> "everyday")."""
+    words = WORDS | {"a", "public", "forum", "mailing", "list", "formulating", "everyday"}
+    assert keep_dictionary_words("a public forum (mailing list", "a public formulating list", words.__contains__) == (
+        "a public forum (mailing list"
+    )
+    assert keep_dictionary_words("every day at noon", "everyday at noon", words.__contains__) == "everyday at noon"
+    assert keep_dictionary_words(
+        "the forum (mailing list", "the formulating list", words.__contains__, dictionary=False
+    ) == ("the formulating list")
+
+
 def test_non_words_the_model_added_are_left_out():
     assert keep_dictionary_words("the staff meeting", "the staff telesi meeting", is_word, unknown=True) == (
         "the staff meeting"

@@ -6,7 +6,9 @@ shape, a dictionary word made into a word outside the dictionary, so ``keep_dict
 change: where the output replaces source words (words aligned with difflib, case ignored, and a replaced run cut
 into words written one for one, split or merged at least cost in letters: ``word_groups``), the source words are
 dictionary words and the output's words are not all, the source words come back as written ("Aoife" -> "A boife",
-"ne sais" -> "neats" and "in ternet" -> "inteet" too); a non-word the output adds between them is left out. Every
+"ne sais" -> "neats" and "in ternet" -> "inteet" too), and so do dictionary words merged into fewer words of other
+letters ("a public forum (mailing list" -> "a public formulating list"; a fix keeps their letters: "some thing" ->
+"something"); a non-word the output adds between them is left out. Every
 other change the model made is kept: words fixed into other dictionary words (real-word errors: "form" -> "from"),
 typos made into words the dictionary lacks (names, technical words), words split or merged into dictionary words
 ("alot" -> "a lot").
@@ -126,12 +128,24 @@ def _keep_group(
     made = [aligned.pieces[index] for index in aligned.words[j1:j2]]
     known = all(is_dictionary_token(word, is_word) for word in written)
     if all(is_dictionary_token(word, is_word) or word.lower() in seen for word in made):
-        if known or not unknown or not _name_made_a_word(written, made):
+        if not (known and dictionary and _merged_into_another(written, made)) and (
+            known or not unknown or not _name_made_a_word(written, made)
+        ):
             return
     elif not ((known and dictionary) or (not known and unknown)):
         return
     first, last = aligned.words[j1], aligned.words[j2 - 1]
     aligned.pieces[first : last + 1] = [" ".join(written)] + [""] * (last - first)
+
+
+def _merged_into_another(written: list[str], made: list[str]) -> bool:
+    """Whether words were merged into fewer words of other letters ("a public forum (mailing list" -> "a public
+    formulating list"); a merge that fixes words keeps their letters ("some thing" -> "something")."""
+
+    def letters(words: list[str]) -> str:
+        return "".join(character.lower() for word in words for character in word if character.isalnum())
+
+    return len(made) < len(written) and letters(made) != letters(written)
 
 
 # a capitalised word no dictionary knows (a name) that a corrector made into a dictionary word this many edits away or

@@ -73,7 +73,9 @@ class SpellingSettings:
     )
     change_check_margin: float = _setting(DEFAULT_CHANGE_MARGIN, "the change check's margin, in nats")
     keep_dictionary_words: bool = _setting(
-        False, "where the model made a dictionary word into a word no English dictionary knows, keep it as written"
+        False,
+        "where the model made a dictionary word into a word no English dictionary knows, or merged dictionary words "
+        "into another word (forum (mailing -> formulating), keep them as written",
     )
     keep_unknown_words: bool = _setting(
         False,

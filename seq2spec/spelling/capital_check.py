@@ -128,13 +128,11 @@ def candidates(
 
 def _kept_word(original: str, said: str, is_word: Callable[[str], bool]) -> str | None:
     """``said`` with the text's word back in its place, where both are plain known words that differ."""
-    source, output = WORD_TOKEN.match(original), WORD_TOKEN.match(said)
-    if source is None or output is None:
+    kept = _written_back(original, said)
+    if kept is None:
         return None
-    core, word = source.group(2), output.group(2)
-    if core.lower() == word.lower() or not is_word(core.lower()) or not is_word(word.lower()):
-        return None
-    return output.group(1) + core + output.group(3)
+    core, word = WORD_TOKEN.match(original).group(2), WORD_TOKEN.match(said).group(2)
+    return kept if is_word(core.lower()) and is_word(word.lower()) else None
 
 
 def _written_back(original: str, said: str) -> str | None:

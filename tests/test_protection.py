@@ -234,6 +234,30 @@ def test_the_model_reads_a_stand_in_for_what_it_cannot_write(speller_tokenizer):
     assert adds(["I didnt go, it’s late."]) == ["I didn’t go, it’s late."]
 
 
+def test_an_accent_or_backtick_for_an_apostrophe_is_read_as_one(speller_tokenizer):
+    """Keyboards that put ´ or ` near the apostrophe give "isn´t", "it`s": the shipped speller wrote "is husband it?"
+    for "isn`t it?" and "can`" for "can`t". The model reads "isn't"; the word comes back with the writer's mark."""
+    writing = TokenizerWriting(speller_tokenizer)
+    layout = Layout.of("It`s late, isn´t it? We´re in the caf´e `x`.", writing)
+    assert layout.model_text == "It's late, isn't it? We're in the cafe `x`."
+    kinds = {word.text: word.kind for word in layout.words}
+    assert kinds["It`s"] is kinds["isn´t"] is kinds["We´re"] is Kind.MAPPED
+    assert kinds["caf´e"] is Kind.KEPT and kinds["`x`."] is Kind.KEPT  # an accent misplaced, a code span
+
+    def model(texts: list[str]) -> list[str]:
+        return [t.replace("dosn't", "doesn't").replace("cant", "can't") for t in texts]
+
+    pipeline = SpellingPipeline(SpellingSettings(), model, tokenizer=speller_tokenizer)
+    assert pipeline(["She dosn`t know, it´s late."]) == ["She doesn`t know, it´s late."]
+
+
+@needs_weights
+def test_the_shipped_speller_reads_an_accent_or_backtick_for_an_apostrophe():
+    texts = ["It`s a nice day, isn`t it? I can`t wait.", "It´s a nice day, isn´t it? I can´t wait to see teh sea."]
+    expected = [texts[0], "It´s a nice day, isn´t it? I can´t wait to see the sea."]
+    assert _shipped().correct(texts) == expected
+
+
 @pytest.fixture(scope="module")
 def toy_speller(speller_tokenizer):
     """A random T5 over the shipped speller's 2,048-token vocabulary (which lacks many characters)."""

@@ -22,10 +22,11 @@ them and sorts each word into one of three kinds:
   the tokenizer cannot write other than the typographic ones below. The model reads what the tokenizer can write of it
   (``cafe`` for ``café``, nothing for ``→``) so that the sentence still reads as one; the word comes back exactly as
   written.
-- mapped: a word whose only unwritable characters are typographic quotes, apostrophes, dashes or ellipses. The
-  model reads their plain forms (``it's`` for ``it’s``) and may correct the word; its word comes back with the
-  typographic characters in their places (``dosn't`` -> ``doesn't`` -> ``doesn’t``), or as written where the model
-  changed their number.
+- mapped: a word whose only unwritable characters are typographic quotes, apostrophes, dashes or ellipses, or whose
+  contraction is written with an acute accent or a backtick for its apostrophe (``isn´t``, ``it`s``). The model reads
+  their plain forms (``it's`` for ``it’s``) and may correct the word; its word comes back with the typographic
+  characters in their places (``dosn't`` -> ``doesn't`` -> ``doesn’t``), or as written where the model changed their
+  number.
 - free: every other word, the model's to correct. A command or file format that may be a slip of a word (``sed``,
   ``env``, ``toml``: ``technical_words_in_context``) beside another technical word is free too; the change check
   (``capital_check``) writes it back unless the model is sure of its own word. In a text written with ’ and no ',
@@ -75,6 +76,11 @@ TYPOGRAPHIC = {
     "\u2026": "...",  # …
 }
 CURLY_APOSTROPHE = "\u2019"
+# an acute accent or a backtick written for the apostrophe of a contraction, on keyboards that put them near ("isn´t",
+# "it`s", "we´re"): the speller wrote "is husband it?" for "isn`t it?" and "can`" for "can`t"; the model reads "isn't"
+# and the word comes back with the writer's mark
+APOSTROPHE_MARKS = {"`": "'", "\u00b4": "'"}
+_MARK_APOSTROPHE = re.compile(r"[^\W\d_][`\u00b4](?:s|t|re|ve|ll|d|m)[.,;:!?)\"']*$", re.IGNORECASE)
 
 # the core of a word: punctuation around it stripped
 _AROUND = re.compile(r"^[\"'`(\[{<\u2018\u201c\u00ab]*(.*?)[\"'`)\]}>.,;:!?\u2019\u201d\u00bb]*$", re.DOTALL)
@@ -468,10 +474,11 @@ def _with_trailing_marks(written: str, output: str) -> str:
 def _map_back(written: str, output: str) -> str:
     """``output`` with the plain forms of ``written``'s typographic characters turned back into them, in order;
     ``written`` itself where ``output`` holds a different number of them."""
-    typographic = [character for character in written if character in TYPOGRAPHIC]
-    plain = re.compile("|".join(re.escape(form) for form in sorted(set(TYPOGRAPHIC.values()), key=len, reverse=True)))
+    forms = {**TYPOGRAPHIC, **APOSTROPHE_MARKS}
+    typographic = [character for character in written if character in forms]
+    plain = re.compile("|".join(re.escape(form) for form in sorted(set(forms.values()), key=len, reverse=True)))
     found = plain.findall(output)
-    if [TYPOGRAPHIC[character] for character in typographic] != found:
+    if [forms[character] for character in typographic] != found:
         return written
     characters = iter(typographic)
     return plain.sub(lambda match: next(characters), output)
@@ -634,6 +641,10 @@ def _word(token: str, writing: TokenizerWriting, quoted: bool = False) -> Word:
         or symbols_alone
     ):
         return Word(token, token if written else writing.stand_in(token), Kind.KEPT)
+    if _MARK_APOSTROPHE.search(token) and sum(token.count(mark) for mark in APOSTROPHE_MARKS) == 1:
+        reads = "".join(APOSTROPHE_MARKS.get(character, character) for character in token)
+        if writing.writes(reads):
+            return Word(token, reads, Kind.MAPPED)  # "isn`t" read "isn't"
     if written:
         return Word(token, token, Kind.FREE)
     reads = writing.stand_in(token)

@@ -471,17 +471,20 @@ def _with_trailing_marks(written: str, output: str) -> str:
     return output[: len(output) - len(_ANY_TRAILING_MARKS.search(output).group())] + marks.group()
 
 
+# the characters a mapped word is read without, their plain forms, and those forms as they occur in an output
+_MAPPED_FORMS = {**TYPOGRAPHIC, **APOSTROPHE_MARKS}
+_PLAIN_FORM = re.compile("|".join(map(re.escape, sorted(set(_MAPPED_FORMS.values()), key=len, reverse=True))))
+
+
 def _map_back(written: str, output: str) -> str:
     """``output`` with the plain forms of ``written``'s typographic characters turned back into them, in order;
     ``written`` itself where ``output`` holds a different number of them."""
-    forms = {**TYPOGRAPHIC, **APOSTROPHE_MARKS}
-    typographic = [character for character in written if character in forms]
-    plain = re.compile("|".join(re.escape(form) for form in sorted(set(forms.values()), key=len, reverse=True)))
-    found = plain.findall(output)
-    if [forms[character] for character in typographic] != found:
+    typographic = [character for character in written if character in _MAPPED_FORMS]
+    found = _PLAIN_FORM.findall(output)
+    if [_MAPPED_FORMS[character] for character in typographic] != found:
         return written
     characters = iter(typographic)
-    return plain.sub(lambda match: next(characters), output)
+    return _PLAIN_FORM.sub(lambda match: next(characters), output)
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,7 @@
 """Faults a real run meets, and how a run recovers: a batch that fails is decoded file by file, error records are
 tried again, Ctrl-C and SIGTERM end with one line, standard input is read as UTF-8 whatever the locale, line ends
-come back as written, arrays are scaled or refused, and times stay within the audio."""
+come back as written, arrays are scaled or refused, float files past full scale are scaled back, a link that leads
+nowhere gets an error record, and times stay within the audio."""
 
 from __future__ import annotations
 
@@ -271,6 +272,60 @@ def test_a_link_to_itself_is_named(toy_whisper_dirs, text_model, tmp_path, capsy
     assert "symbolic link that leads nowhere" in capsys.readouterr().err
     assert main(["correct", str(loop), "--model", str(text_model)]) == 2
     assert "points back to itself" in capsys.readouterr().err
+
+
+def test_a_link_that_leads_nowhere_inside_a_folder_gets_an_error_record(toy_whisper_dirs, tmp_path):
+    folder = tmp_path / "audio"
+    folder.mkdir()
+    soundfile.write(folder / "tone.wav", tone(1.5, 16000, 1, 2), 16000)
+    (folder / "moved.wav").symlink_to(tmp_path / "elsewhere" / "moved.wav")
+    out = tmp_path / "results.jsonl"
+    assert main(["transcribe", str(folder), "--out", str(out), "--model", str(toy_whisper_dirs[0])]) == 1
+    records = records_by_name(out)
+    assert "text" in records["tone.wav"][0]
+    error = records["moved.wav"][0]["error"]
+    assert error.endswith("moved.wav: no such file: removed, or a symbolic link that leads nowhere")
+
+
+# ----------------------------------------------------------------------------- float files past full scale
+
+
+@pytest.mark.parametrize("rate, channels", [(16000, 1), (44100, 2)])
+def test_a_float_file_past_full_scale_is_scaled_back_by_its_peak(whisper_speculator, tmp_path, rate, channels):
+    """An editor's float export of amplified speech and floats written at 16-bit scale read, whole and stretch by
+    stretch, as the same audio at full scale (scaled by powers of two here, so bit for bit), and transcribe as it
+    does in both long forms; integer files and float files within full scale are read as stored."""
+    import soxr
+
+    from seq2spec.whisper.audio import AudioFile, load_audio
+
+    speech, stored_rate = soundfile.read(ROOT / "recipes" / "data" / "asr_samples" / "clip00_flite_slt.wav")
+    speech = soxr.resample(speech, stored_rate, rate)
+    audio = np.stack([speech * (1 - 0.3 * channel) for channel in range(channels)], axis=1)
+    unit = (audio / np.abs(audio).max()).astype(np.float32)  # peak exactly 1
+    full_path = _written(tmp_path / "full.wav", unit, rate, "FLOAT")
+    full, full_file = load_audio(full_path), AudioFile(full_path)
+    assert full_file.gain == 1.0 and AudioFile(_written(tmp_path / "pcm.wav", unit, rate, "PCM_16")).gain == 1.0
+    half = load_audio(_written(tmp_path / "half.wav", unit / 2, rate, "FLOAT"))
+    assert np.array_equal(half * 2, full)  # within full scale: as stored
+    expected = [whisper_speculator.transcribe(full, sampling_rate=16000, language="en", long_form=form)
+                for form in ("sequential", "batched")]  # fmt: skip
+    assert all(expected)  # both forms decode speech
+    for peak in (4.0, 32768.0):
+        path = _written(tmp_path / f"peak_{peak:g}.wav", unit * peak, rate, "FLOAT")
+        assert np.array_equal(load_audio(path), full)
+        lazy = AudioFile(path)
+        assert lazy.gain == 1 / peak
+        blocks = list(zip(lazy.blocks(1.1), full_file.blocks(1.1), strict=True))
+        assert len(blocks) > 1 and all(np.array_equal(mine, theirs) for mine, theirs in blocks)
+        assert np.array_equal(lazy.read(1000, 9000), full_file.read(1000, 9000))
+        assert [whisper_speculator.transcribe(str(path), language="en", long_form=form)
+                for form in ("sequential", "batched")] == expected  # fmt: skip
+
+
+def _written(path: Path, samples: np.ndarray, rate: int, subtype: str) -> Path:
+    soundfile.write(path, samples, rate, subtype=subtype)
+    return path
 
 
 # ----------------------------------------------------------------------------- arrays given to transcribe()

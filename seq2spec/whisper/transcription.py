@@ -76,7 +76,8 @@ def prepare_clips(audio: Any, sampling_rate: int | None, lazy: bool = False) -> 
 
     Arrays (numpy or torch, ``[frames]`` or ``[frames, channels]``) need their ``sampling_rate``: integer samples
     are scaled by their type, float samples must lie in [-1, 1]; files are read with soundfile, whole, or with
-    ``lazy`` as ``AudioFile``s read where needed (their headers checked now).
+    ``lazy`` as ``AudioFile``s read where needed (their headers checked now); a file that stores floats past full
+    scale is scaled back by its peak.
     """
     from pathlib import Path
 

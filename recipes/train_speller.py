@@ -969,6 +969,8 @@ and then garbles a correct word it copies ("Staff" -> "Satuff"), so `correct` gi
 model made into a word no dictionary knows (`keep_dictionary_words`, on by default for this model). It learned
 mostly American spellings and now and then rewrites a British one it reads ("neighbour's" -> "neighbor's"), so
 `correct` keeps the writer's variety of English (`keep_spelling_varieties`, on by default for this model). It reads
+a word written several times in a row as a slip and writes it once more or fewer ("wait wait wait" -> "wait wait",
+"ha ha" -> "has ha"), so `correct` keeps such runs as written (`keep_repeated_words`, on by default). It reads
 chat abbreviations, a lower-case pronoun "i", words of software, words of current English no dictionary knows,
 names, letters said long and interjections as typos ("abt" -> "bat", "i went" -> "its went", "async" -> "sync", "vlog"
 -> "fog", "Matteo" -> "Matter", "sooo" -> "soon", "Whoa" -> "Who"); `correct` keeps them as written (`protect`).

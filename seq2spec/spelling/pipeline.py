@@ -21,6 +21,7 @@ from seq2spec.spelling.dictionary_words import keep_dictionary_words_of
 from seq2spec.spelling.languages import in_other_language, quote_in_other_language
 from seq2spec.spelling.pieces import PiecedTexts
 from seq2spec.spelling.protection import Layout, TokenizerWriting, text_apostrophe
+from seq2spec.spelling.repeated_words import keep_repeated_words_of
 from seq2spec.spelling.settings import SpellingSettings
 from seq2spec.spelling.varieties import keep_spelling_varieties_of
 
@@ -121,7 +122,8 @@ class SpellingPipeline:
     def _model_steps(self, texts: list[str], owners: list[_Owner]) -> list[str]:
         """The model's outputs for ``texts`` (what it reads, before capitals are folded) with the settings' steps
         around it: a text the model looped on kept as it was read, capitals folded and restored, non-words checked,
-        dictionary and unknown words kept, and words in the writer's variety of English."""
+        dictionary and unknown words kept, words in the writer's variety of English, and words repeated on
+        purpose."""
         if not texts:
             return []
         settings = self.settings
@@ -152,6 +154,8 @@ class SpellingPipeline:
             )
         if settings.keep_spelling_varieties:
             outputs = keep_spelling_varieties_of(texts, outputs)
+        if settings.keep_repeated_words:
+            outputs = keep_repeated_words_of(texts, outputs)
         return outputs
 
 

@@ -88,6 +88,11 @@ class SpellingSettings:
         "where the model rewrote a word in the other variety of English (British neighbour's -> American neighbor's, "
         "or back), keep it as written",
     )
+    keep_repeated_words: bool = _setting(
+        False,
+        "where the text repeats a word (ha ha ha, please please please, no, no, no) and the model wrote the run with "
+        "more or fewer words or another word in it, keep it as written (a doubled word written once stays: the the)",
+    )
     keep_other_languages: bool = _setting(
         False,
         "return as written a text (or sentence piece) confidently in another language than English (German, French, "
@@ -149,8 +154,9 @@ SPELLER_SENTENCE_CHARS = 140  # the longest training sentence of the shipped spe
 # The text steps the shipped speller (seq2spec.default_models.load_speller) runs with (recipes/README.md measures
 # each): what it cannot write or must not change kept as written, sentence pieces of at most the length it trained on,
 # capitals folded, non-words it left and dictionary words it changed into others checked, dictionary and unknown words
-# it garbled kept, words in the writer's variety of English kept, text in another script or confidently in another
-# language (it knows English only) returned as written (seq2spec.spelling.languages), and so is a text it looped on.
+# it garbled kept, words in the writer's variety of English and words repeated on purpose kept, text in another
+# script or confidently in another language (it knows English only) returned as written (seq2spec.spelling.languages),
+# and so is a text it looped on.
 SPELLER_SETTINGS = SpellingSettings(
     split_longer_than=SPELLER_SENTENCE_CHARS,
     fold_capitals=True,
@@ -160,6 +166,7 @@ SPELLER_SETTINGS = SpellingSettings(
     keep_dictionary_words=True,
     keep_unknown_words=True,
     keep_spelling_varieties=True,
+    keep_repeated_words=True,
     keep_other_languages=True,
     keep_looped_texts=True,
     unchanged=mostly_other_script,

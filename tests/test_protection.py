@@ -193,6 +193,18 @@ def test_whitespace_and_kept_words_come_back_in_place():
     assert SpellingPipeline(SpellingSettings(), model, tokenizer=tokenizer)(["   ", ""]) == ["   ", ""]
 
 
+def test_a_byte_order_mark_comes_back_in_front_and_the_first_word_is_read_without_it(speller_tokenizer):
+    """The speller's tokenizer cannot write U+FEFF: read with it, the first word was kept as written, unfixed."""
+
+    def model(texts: list[str]) -> list[str]:
+        return [text.replace("Teh", "The") for text in texts]
+
+    texts = ["\ufeffTeh first line.", "\ufeff  Teh indented.", "\ufeff", "Teh plain."]
+    expected = ["\ufeffThe first line.", "\ufeff  The indented.", "\ufeff", "The plain."]
+    for chosen in (SpellingSettings(), SpellingSettings(split_longer_than=10)):
+        assert SpellingPipeline(chosen, model, tokenizer=speller_tokenizer)(texts) == expected
+
+
 def test_a_run_of_marks_ending_a_word_comes_back_as_written():
     from transformers import ByT5Tokenizer
 

@@ -71,7 +71,11 @@ class SpellingPipeline:
             raise ValueError("protect needs the model's tokenizer (tokenizer=)")
 
     def __call__(self, texts: Sequence[str]) -> list[str]:
-        texts = list(texts)
+        marks = [_byte_order_mark(text) for text in texts]
+        texts = [text[len(mark) :] for text, mark in zip(texts, marks, strict=True)]
+        return [mark + text for mark, text in zip(marks, self._corrected(texts), strict=True)]
+
+    def _corrected(self, texts: list[str]) -> list[str]:
         pieced = PiecedTexts.of(texts, self.settings.split_longer_than)
         owners = [_Owner(index, pieced.splits[index] is not None) for index in pieced.owners]
         read = [i for i, piece in enumerate(pieced.pieces) if not self._returned_as_written(piece)]
@@ -157,6 +161,15 @@ class SpellingPipeline:
         if settings.keep_repeated_words:
             outputs = keep_repeated_words_of(texts, outputs)
         return outputs
+
+
+BYTE_ORDER_MARK = "\ufeff"
+
+
+def _byte_order_mark(text: str) -> str:
+    """The byte order mark opening ``text`` (a file saved by Notepad, read without ``utf-8-sig``), or "": it is put
+    back in front of the corrected text, and the first word is read without it (it was kept as written, unfixed)."""
+    return BYTE_ORDER_MARK if text.startswith(BYTE_ORDER_MARK) else ""
 
 
 # a correction writes about the letters it reads (a split or a fixed typo adds a few); an output with many more

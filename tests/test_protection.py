@@ -20,6 +20,7 @@ from seq2spec.spelling.protection import (
     Layout,
     TokenizerWriting,
     code_spans,
+    foreign_phrase_spans,
     is_current_word,
     is_informal,
     is_lengthened,
@@ -485,6 +486,37 @@ def test_code_spans_are_kept_as_written():
     assert spans("a stray ` here and teh rest") == set()
     layout = Layout.of("Run `git chekout main` and teh rest.", TokenizerWriting(ByT5Tokenizer()))
     assert [word.kind for word in layout.words[1:4]] == [Kind.KEPT] * 3 and layout.words[5].kind is Kind.FREE
+
+
+def test_phrases_of_other_languages_that_english_writes_are_kept_as_written():
+    """The shipped speller wrote "means rear" for "mens rea", "bona file", "a posterior", "deja vul", "horse
+    d'oeuvres" and "Dropper et al." for "Drepper et al."."""
+
+    def spans(text: str) -> set[int]:
+        return foreign_phrase_spans(text.split())
+
+    assert spans("Mens rea and actus reus must both be proven, (bona fide) too.") == {0, 1, 3, 4, 9, 10}
+    # case, accents, apostrophes' shapes and the punctuation around each word ignored; the longest phrase wins
+    assert spans("It was déjà vu, Deja vu! Hors d\u2019oeuvres and a posteriori.") == {2, 3, 4, 5, 6, 7, 9, 10}
+    assert spans("graduated summa cum laude in June") == {1, 2, 3}
+    # the author cited before "et al." is kept; a list ending in "et al." is no author
+    assert spans("written by Ulrich Drepper et al.: see") == {3, 4, 5}
+    assert spans("Checksums, List of Configuration Filez, et al.") == {5, 6}
+    assert spans("a prior bona fied de") == set()  # a phrase's word alone, or a typo of one, is no phrase
+    layout = Layout.of("The court held it ultra vires, teh end.", TokenizerWriting(ByT5Tokenizer()))
+    assert [word.kind for word in layout.words[4:6]] == [Kind.KEPT] * 2 and layout.words[6].kind is Kind.FREE
+
+
+@needs_weights
+def test_the_shipped_speller_keeps_phrases_of_other_languages():
+    texts = [
+        "The court held that the statute was ultra vires and void ab initio.",
+        "Mens rea and actus reus must both be proven beyond reasonable doubt.",
+        "It was a bona fide offer, a priori and a posteriori.",
+        "It's like deja vu all over again, and teh pasta was al dente.",
+    ]
+    expected = [*texts[:3], "It's like deja vu all over again, and the pasta was al dente."]
+    assert _shipped().correct(texts) == expected
 
 
 @needs_weights

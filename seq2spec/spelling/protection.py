@@ -119,6 +119,12 @@ TECHNICAL_WORDS_PATH = Path(__file__).resolve().parent.parent / "assets" / "tech
 TECHNICAL_WORDS_IN_CONTEXT_PATH = Path(__file__).resolve().parent.parent / "assets" / "technical_words_in_context.txt"
 
 
+# Phrases of other languages that English prose writes ("mens rea", "bona fide", "a posteriori", "deja vu", "hors
+# d'oeuvres"): the speller made their words into English ones ("means rear", "bona file", "a posterior", "deja vul",
+# "horse d'oeuvres"). A list written for seq2spec.
+FOREIGN_PHRASES_PATH = Path(__file__).resolve().parent.parent / "assets" / "foreign_phrases.txt"
+
+
 @cache
 def word_list(path: Path) -> frozenset[str]:
     """The words of a list file, one per line after ``#`` comments (empty where the file is missing)."""
@@ -365,6 +371,47 @@ _CODE_OPENS = re.compile(r"^[(\[]*`")
 _CODE_CLOSES = re.compile(r"`[.,;:!?)\]'\"]*$")
 
 
+def _plain_word(word: str) -> str:
+    """A word as a foreign phrase is matched: punctuation around it left out, lower case, accents dropped, apostrophes
+    straight."""
+    core = _PHRASE_WORD.match(word).group(1).lower().replace(CURLY_APOSTROPHE, "'")
+    return "".join(c for c in unicodedata.normalize("NFKD", core) if not unicodedata.combining(c))
+
+
+_PHRASE_WORD = re.compile(r"^[^\w']*(.*?)[^\w']*$", re.DOTALL)
+
+
+@cache
+def _foreign_phrases() -> dict[str, tuple[tuple[str, ...], ...]]:
+    """The phrases of ``FOREIGN_PHRASES_PATH`` as plain words, by their first word, longest first."""
+    by_first: dict[str, list[tuple[str, ...]]] = {}
+    for phrase in word_list(FOREIGN_PHRASES_PATH):
+        words = tuple(_plain_word(word) for word in phrase.split())
+        by_first.setdefault(words[0], []).append(words)
+    return {first: tuple(sorted(found, key=len, reverse=True)) for first, found in by_first.items()}
+
+
+def foreign_phrase_spans(words: list[str]) -> set[int]:
+    """The indices of ``words`` (whitespace-free) inside a phrase of another language that English writes ("mens rea",
+    "bona fide,", "Déjà vu", "hors d'oeuvres"; ``FOREIGN_PHRASES_PATH``), matched word by word with case, accents,
+    apostrophes' shapes and the punctuation around each word ignored, and of a capitalised word right before "et al."
+    (a name; "Files, et al." ends a list)."""
+    phrases = _foreign_phrases()
+    plain = [_plain_word(word) for word in words]
+    found: set[int] = set()
+    for start, first in enumerate(plain):
+        for phrase in phrases.get(first, ()):
+            if tuple(plain[start : start + len(phrase)]) == phrase:
+                found.update(range(start, start + len(phrase)))
+                if phrase == _ET_AL and start and words[start - 1][:1].isupper() and words[start - 1][-1:].isalpha():
+                    found.add(start - 1)  # the author cited: "Drepper et al." (the speller wrote "Dropper")
+                break
+    return found
+
+
+_ET_AL = ("et", "al")
+
+
 def code_spans(words: list[str]) -> set[int]:
     """The indices of ``words`` (whitespace-free) inside a code span of Markdown and chat, from a word that opens one
     with a backtick to the nearest word that closes it with one (```git chekout main```, ```timout```; the speller
@@ -519,6 +566,7 @@ class Layout:
                 kept.update(range(start, end))
         kept.update(index for index in range(1, len(words)) if is_name_within_sentence(words[index - 1], words[index]))
         kept.update(code_spans(words))
+        kept.update(foreign_phrase_spans(words))
         laid = [_word(token, writing, index in kept) for index, token in enumerate(words)]
         return cls(leading, laid, [*tokens[1::2], trailing], apostrophe)
 

@@ -965,8 +965,9 @@ often than it corrects them, so `correct` gives it such a word in lower case whe
 capitalises its word in that place (`fold_capitals`, on by default for this model); where it still leaves such a
 word as a non-word one edit from a dictionary word, `correct` takes the dictionary word if the model scores it within
 6.5 nats of its own output, 11 for a sentence's first word (`check_capitals`, on by default for this model). It now
-and then garbles a correct word it copies ("Staff" -> "Satuff"), so `correct` gives back a dictionary word that the
-model made into a word no dictionary knows (`keep_dictionary_words`, on by default for this model). It learned
+and then garbles a correct word it copies ("Staff" -> "Satuff") or drops one ("and the home" -> "an home"), so
+`correct` gives back a dictionary word that the model made into a word no dictionary knows or dropped
+(`keep_dictionary_words`, on by default for this model). It learned
 mostly American spellings and now and then rewrites a British one it reads ("neighbour's" -> "neighbor's"), so
 `correct` keeps the writer's variety of English (`keep_spelling_varieties`, on by default for this model). It reads
 a word written several times in a row as a slip and writes it once more or fewer ("wait wait wait" -> "wait wait",

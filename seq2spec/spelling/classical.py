@@ -86,6 +86,24 @@ class WordAlignment:
     def text(self) -> str:
         return "".join(self.pieces)
 
+    def put(self, low: int, high: int, written: str) -> None:
+        """The output's words ``low:high`` replaced by ``written``, or where ``low == high`` ``written`` put before
+        word ``low`` one space apart (into the whitespace before it, so that a later change of that word keeps it);
+        the pieces keep their places, so word indices stay valid."""
+        if high > low:
+            first, last = self.words[low], self.words[high - 1]
+            self.pieces[first : last + 1] = [written] + [""] * (last - first)
+        elif low < len(self.words) and self.words[low] > 0:
+            self.pieces[self.words[low] - 1] += f"{written} "
+        elif low < len(self.words):
+            self.pieces[self.words[low]] = f"{written} {self.pieces[self.words[low]]}"
+        elif self.words and self.words[-1] + 1 < len(self.pieces):
+            self.pieces[self.words[-1] + 1] = f" {written}{self.pieces[self.words[-1] + 1]}"
+        elif self.words:
+            self.pieces[self.words[-1]] += f" {written}"
+        else:
+            self.pieces[:] = [written, *[""] * (len(self.pieces) - 1)]
+
 
 def correct_text(text: str, correct_word: Callable[[str], str | None]) -> str:
     return "".join(piece if piece.isspace() else correct_token(piece, correct_word) for piece in WHITESPACE.split(text))

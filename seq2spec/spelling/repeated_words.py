@@ -119,21 +119,8 @@ def keep_repeated_words(source: str, output: str) -> str:
         else:
             edits.append([span.first, span.last, low, high])
     for first, last, low, high in edits:  # pieces keep their places: word indices stay valid
-        _put_back(aligned, " ".join(aligned.sources[first:last]), low, high)
+        aligned.put(low, high, " ".join(aligned.sources[first:last]))
     return aligned.text()
-
-
-def _put_back(aligned: WordAlignment, written: str, low: int, high: int) -> None:
-    """The output's words ``low:high`` replaced by ``written`` (inserted where ``low == high``)."""
-    if high > low:
-        first, last = aligned.words[low], aligned.words[high - 1]
-        aligned.pieces[first : last + 1] = [written] + [""] * (last - first)
-    elif low < len(aligned.words):
-        aligned.pieces[aligned.words[low]] = f"{written} {aligned.pieces[aligned.words[low]]}"
-    elif aligned.words:
-        aligned.pieces[aligned.words[-1]] += f" {written}"
-    else:
-        aligned.pieces[:] = [written]
 
 
 def keep_repeated_words_of(sources: list[str], outputs: list[str]) -> list[str]:

@@ -30,7 +30,7 @@ import re
 from collections.abc import Callable
 from functools import cache
 
-from seq2spec.spelling.classical import WordAlignment
+from seq2spec.spelling.classical import WordAlignment, word_counts
 from seq2spec.spelling.protection import is_technical
 
 # a word's core: the punctuation around it (quotes, brackets, the marks that end a clause) left out
@@ -142,9 +142,7 @@ COMMON_COUNT = 77_000_000
 
 
 def _is_common(word: str) -> bool:
-    from seq2spec.spelling.classical import word_counts
-
-    return word_counts().get(WORD_CORE.match(word).group(1).lower(), 0) >= COMMON_COUNT
+    return word_counts().get(word_core(word), 0) >= COMMON_COUNT
 
 
 def _keep_dropped(aligned: WordAlignment, i1: int, i2: int, j: int, is_word: Callable[[str], bool]) -> None:
@@ -157,13 +155,14 @@ def _keep_dropped(aligned: WordAlignment, i1: int, i2: int, j: int, is_word: Cal
         return
     if len(dropped) == 1:
         beside = [aligned.sources[k] for k in (i1 - 1, i2) if 0 <= k < len(aligned.sources)]
-        if any(_core_lower(word) == _core_lower(dropped[0]) for word in beside):
+        if any(word_core(word) == word_core(dropped[0]) for word in beside):
             return
     aligned.put(j, j, " ".join(dropped))
 
 
-def _core_lower(word: str) -> str:
-    return WORD_CORE.match(word).group(1).lower()
+def word_core(token: str) -> str:
+    """A token's word in lower case, the punctuation around it left out ("Ha!" -> "ha")."""
+    return WORD_CORE.match(token).group(1).lower()
 
 
 def _drop_new_non_words(aligned: WordAlignment, j1: int, j2: int, is_word: Callable[[str], bool]) -> None:
@@ -244,7 +243,7 @@ _GROUP_SIZES = ((1, 1), (1, 2), (2, 1), (1, 3), (3, 1), (2, 2), (1, 0), (0, 1))
 _REGROUPED_COST = 1  # a split or merge costs as much as a changed letter, so one for one is preferred on a tie
 
 
-def word_groups(sources: list[str], outputs: list[str]) -> list[tuple[tuple[int, int], tuple[int, int]]]:
+def word_groups(sources: list[str], outputs: list[str]) -> Groups:
     """``sources`` and the ``outputs`` a corrector wrote for them, cut into groups at least cost: words written one
     for one, split, merged, dropped or added, the cost of a group the edits between its letters (spaces and case
     ignored). Each group is ``((start, end) in sources, (start, end) in outputs)``, in order."""

@@ -17,22 +17,19 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from seq2spec.spelling.classical import WordAlignment
-from seq2spec.spelling.dictionary_words import WORD_CORE, word_groups
+from seq2spec.spelling.dictionary_words import Groups, word_core, word_groups
 
 DOUBLE = 2  # a run this long may lose one of its words (a doubled word is a common slip); a longer run may not
-
-
-def _core(token: str) -> str:
-    return WORD_CORE.match(token).group(1).lower()
 
 
 def repeated_runs(tokens: list[str]) -> list[tuple[int, int]]:
     """``(start, end)`` of each run of two or more tokens in a row with the same core (a word with its punctuation
     around it left out, case ignored; tokens of punctuation alone make no run)."""
+    cores = [word_core(token) for token in tokens]
     runs = []
     start = 0
     for index in range(1, len(tokens) + 1):
-        if index < len(tokens) and _core(tokens[index]) and _core(tokens[index]) == _core(tokens[start]):
+        if index < len(tokens) and cores[index] and cores[index] == cores[start]:
             continue
         if index - start >= 2:
             runs.append((start, index))
@@ -56,7 +53,7 @@ class _Span:
 def _written_span(aligned: WordAlignment, start: int, end: int) -> _Span:
     """The output's writing of the source run ``start:end`` (see ``_Span``); words the output adds at the run's
     edges count as written for it when they are the run's word."""
-    word = _core(aligned.sources[start])
+    word = word_core(aligned.sources[start])
     first, last, low, high, added = start, end, len(aligned.words), 0, None
     for tag, i1, i2, j1, j2 in aligned.opcodes:
         if tag == "equal":
@@ -65,7 +62,7 @@ def _written_span(aligned: WordAlignment, start: int, end: int) -> _Span:
                 low, high = min(low, j1 + inside[0] - i1), max(high, j1 + inside[1] - i1)
             continue
         if tag == "insert" and i1 in (start, end):
-            if {_core(aligned.pieces[index]) for index in aligned.words[j1:j2]} != {word}:
+            if {word_core(aligned.pieces[index]) for index in aligned.words[j1:j2]} != {word}:
                 added = (j1, j2) if added is None else (min(added[0], j1), max(added[1], j2))
                 continue
         elif not (i1 < end and i2 > start):
@@ -76,9 +73,7 @@ def _written_span(aligned: WordAlignment, start: int, end: int) -> _Span:
     return _Span(first, last, min(low, high), high, added)
 
 
-def _groups(
-    aligned: WordAlignment, tag: str, i1: int, i2: int, j1: int, j2: int
-) -> list[tuple[tuple[int, int], tuple[int, int]]]:
+def _groups(aligned: WordAlignment, tag: str, i1: int, i2: int, j1: int, j2: int) -> Groups:
     """A changed block cut into the groups of words written for each other (``word_groups``), in the alignment's
     word indices: a typo fixed beside a run is not part of it."""
     if tag != "replace":
@@ -94,7 +89,7 @@ def _accepted(aligned: WordAlignment, start: int, end: int, span: _Span) -> bool
     nothing added beside it ("the the" -> "the")."""
     if (span.first, span.last) != (start, end):
         return False
-    made = {_core(aligned.pieces[index]) for index in aligned.words[span.low : span.high]}
+    made = {word_core(aligned.pieces[index]) for index in aligned.words[span.low : span.high]}
     if len(made) != 1:
         return False
     written = span.high - span.low

@@ -178,6 +178,16 @@ def test_the_tuning_recipe_reports_each_margin_and_picks_one(tmp_path, monkeypat
     assert "most typos fixed net of correct words broken: margin " in out
 
 
+def test_a_lower_case_word_within_a_sentence_keeps_its_case():
+    """The shipped speller wrote "Qry" for "evrey" after "crème brûlée": the check gave "Every" mid-sentence."""
+    originals = ["we go evrey day", "evrey day"]
+    outputs = ["we go Qry day", "Qry day"]
+    check = candidates(
+        originals, originals, outputs, lambda word: {"evrey": "every", "qry": None}.get(word, word), ("lower",)
+    )[1]
+    assert [c.replacement for c in check] == ["every", "Every"]  # a sentence's first word takes the output's case
+
+
 def test_lower_case_words_have_their_own_margin_and_are_checked_only_when_asked():
     originals = ["so lnog ago", "So Lnog ago"]
     assert [c.lower for c in candidates(originals, originals, originals, correct_word, ("title", "lower"))[1]] == [

@@ -114,7 +114,7 @@ def candidates(
                         if kept is not None:
                             found.append(Candidate(index, aligned.words[j], kept, initial, revert=True))
                         continue
-                    candidate = _candidate(written, said, correct_word, cases, is_word)
+                    candidate = _candidate(written, said, correct_word, cases, is_word, initial)
                     if candidate is not None:
                         core = WORD_TOKEN.match(written).group(2)
                         lowered = case_pattern(core) == "lower"
@@ -149,6 +149,7 @@ def _candidate(
     correct_word: Callable[[str], str | None],
     cases: tuple[str, ...],
     is_word: Callable[[str], bool],
+    initial: bool = False,
 ) -> str | None:
     source, output = WORD_TOKEN.match(original), WORD_TOKEN.match(written)
     if source is None or output is None:
@@ -163,7 +164,10 @@ def _candidate(
     lower = word.lower()
     if lower == suggestion or (lower != core.lower() and is_word(lower)):
         return None
-    return before + apply_case(suggestion, case_pattern(word) or "lower") + after
+    case = case_pattern(word) or "lower"
+    if case_pattern(core) == "lower" and not initial:  # a word written in lower case within a sentence stays so (the
+        case = "lower"  # speller wrote "Qry" for "evrey" after "crème brûlée": "every", not "Every")
+    return before + apply_case(suggestion, case) + after
 
 
 class CapitalCheck:

@@ -25,6 +25,8 @@ def test_the_other_variety_of_a_word_is_told():
     assert not other_variety("colour", "collar")
     assert not other_variety("neighbour's", "neighbors")  # the possessive changed too
     assert not other_variety("well-organised", "organized")
+    assert other_variety("amongst", "among") and other_variety("Learnt", "learned")  # forms breame's table lacks
+    assert not other_variety("amongst", "amidst")
 
 
 def test_british_spellings_are_dictionary_words():
@@ -62,13 +64,15 @@ def test_the_pipeline_keeps_the_writers_variety_only_when_asked():
 
 @needs_weights
 def test_the_shipped_speller_keeps_british_spellings():
-    """The shipped model wrote "neighbor's" and "favorite's" for these British spellings."""
+    """The shipped model wrote "neighbor's" and "favorite's" for these British spellings, and "among" for
+    "amongst"."""
     texts = [
         "The colour of the neighbour's car is grey.",
         "My favourite's the blue one.",
         "Our neighbour's cat ate teh fish.",
+        "The book was hidden amongst the papers.",
     ]
-    expected = [*texts[:2], "Our neighbour's cat ate the fish."]
+    expected = [*texts[:2], "Our neighbour's cat ate the fish.", texts[3]]
     speculator = Seq2SeqSpeculator()
     assert speculator.correct(texts) == expected
     plain = speculator.correct(texts, keep_spelling_varieties=False)

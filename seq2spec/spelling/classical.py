@@ -164,13 +164,25 @@ def shared_symspell_corrector(max_edit_distance: int = 2) -> Callable[[str], str
 _WORD_LIST: list[frozenset[str]] = []
 
 
+# forms of one word that British and American English write either way, which breame's table of spellings lacks
+# (the shipped speller wrote "among" for "amongst" within a sentence)
+WORD_FORM_PAIRS = (
+    ("amongst", "among"), ("amidst", "amid"), ("whilst", "while"), ("towards", "toward"),
+    ("afterwards", "afterward"), ("backwards", "backward"), ("forwards", "forward"), ("upwards", "upward"),
+    ("downwards", "downward"), ("learnt", "learned"), ("spelt", "spelled"), ("dreamt", "dreamed"),
+    ("burnt", "burned"), ("spoilt", "spoiled"), ("leapt", "leaped"), ("knelt", "kneeled"), ("dwelt", "dwelled"),
+    ("smelt", "smelled"), ("spilt", "spilled"),
+)  # fmt: skip
+
+
 @cache
 def variety_pairs() -> frozenset[tuple[str, str]]:
     """Every (word, the same word in the other variety of English) pair of breame's table of British and American
-    spellings (neighbour/neighbor, grey/gray), either way round, in lower case."""
+    spellings (neighbour/neighbor, grey/gray) and of ``WORD_FORM_PAIRS`` (amongst/among), either way round, in lower
+    case."""
     from breame.data.spelling_constants import AMERICAN_ENGLISH_SPELLINGS, BRITISH_ENGLISH_SPELLINGS
 
-    pairs = set(BRITISH_ENGLISH_SPELLINGS.items()) | set(AMERICAN_ENGLISH_SPELLINGS.items())
+    pairs = set(BRITISH_ENGLISH_SPELLINGS.items()) | set(AMERICAN_ENGLISH_SPELLINGS.items()) | set(WORD_FORM_PAIRS)
     return frozenset(pairs | {(b, a) for a, b in pairs})
 
 

@@ -5,10 +5,10 @@ sometimes rewrites a British word it reads ("The colour of the neighbour's car" 
 favourite's the blue one" -> "My favorite's ..."). ``keep_spelling_varieties`` undoes exactly that change: where the
 output replaced a word of the source with the same word in the other variety (breame's table of British and American
 spellings, about 1,700 pairs: neighbour/neighbor, grey/gray, travelled/traveled, organise/organize, licence/license,
-case ignored, piece by piece between hyphens and apostrophes, so "neighbour's" and "well-organised" count), the
-source's word comes back as written. A fix of a misspelled word ("neighbur" -> "neighbor") is kept: the source word is
-no spelling of either variety. The table's words are dictionary words for the other text steps too
-(``classical.shared_word_list``).
+and forms it lacks: amongst/among, whilst/while, learnt/learned; case ignored, piece by piece between hyphens and
+apostrophes, so "neighbour's" and "well-organised" count), the source's word comes back as written. A fix of a
+misspelled word ("neighbur" -> "neighbor") is kept: the source word is no spelling of either variety. The table's words
+are dictionary words for the other text steps too (``classical.shared_word_list``).
 """
 
 from __future__ import annotations

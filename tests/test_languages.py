@@ -33,6 +33,10 @@ def test_sentences_in_other_languages_are_told_from_english():
     for text in ENGLISH:
         assert not in_other_language(text) and not mostly_other_script(text), text
     assert not in_other_language("Hola, ¿cómo estás?")  # too few words to tell
+    for text in ["Ich weiß nicht.", "Kiitos paljon.", "Dziękuję bardzo."]:  # short, and told near certainly
+        assert in_other_language(text), text
+    for text in ["teh end.", "Wht now?", "Thx mate", "I recieved it.", "Sanks a lot"]:
+        assert not in_other_language(text), text
     assert mostly_other_script("Привет, как дела?") and not in_other_language("Привет, как дела?")  # another script
 
 

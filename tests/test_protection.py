@@ -19,6 +19,8 @@ from seq2spec.spelling.protection import (
     Kind,
     Layout,
     TokenizerWriting,
+    archaic_pronouns,
+    broken_words,
     code_spans,
     foreign_phrase_spans,
     is_current_word,
@@ -27,6 +29,8 @@ from seq2spec.spelling.protection import (
     is_name_within_sentence,
     is_quoted_word,
     is_technical,
+    markup_spans,
+    measurement_units,
     quotation_text,
     quotations,
     technical_in_context,
@@ -71,9 +75,21 @@ def texts_of(words: list[str], gaps: list[str], leading: str, trailing: str) -> 
     return leading + "".join(word + gap for word, gap in zip(words, [*gaps, trailing], strict=False))
 
 
+# Markdown and HTML around words: the model reads the words without it (pairs of these open and close spans)
+MARKUP = [
+    "**very",
+    "importnat**",
+    "[teh",
+    "docs](https://example.org/a)",
+    "<b>here</b>",
+    "~~old~~,",
+    "*args",
+    "(**Note:**)",
+]
+
 real_texts = st.builds(
     lambda words, gaps, ends: texts_of(words, gaps, *ends),
-    st.lists(st.sampled_from(WORDS + UNWRITABLE + TECHNICAL), min_size=1, max_size=14),
+    st.lists(st.sampled_from(WORDS + UNWRITABLE + TECHNICAL + MARKUP), min_size=1, max_size=14),
     st.lists(st.sampled_from(GAPS), min_size=14, max_size=14),
     st.tuples(st.sampled_from(["", "", "  "]), st.sampled_from(["", "", " ", "\n"])),
 )
@@ -582,4 +598,91 @@ def test_names_within_a_sentence_are_kept_as_written():
 def test_the_shipped_speller_keeps_names_within_a_sentence():
     texts = ["I had lunch with Matteo, Chidi and Shira yesterday.", "We met Maren at teh station."]
     expected = [texts[0], "We met Maren at the station."]
+    assert _shipped().correct(texts) == expected
+
+
+def test_a_word_broken_by_a_hyphen_at_a_line_end_is_read_whole_and_kept():
+    """The shipped speller wrote "inform- nation" for "infor- mation", "com- putter" and "com- plated"."""
+
+    def broken(text: str) -> dict[int, str]:
+        return broken_words(text.split())
+
+    assert broken("important infor-\nmation, the depart- ment. (Accord- ing") == {
+        1: "information,", 4: "department.", 6: "(According"
+    }  # fmt: skip
+    assert broken("The impor- tnat thing") == {1: "importnat"}  # neither part a word: a typo broken in two
+    # two words with a hyphen between, a suspended hyphen, a capital after the break: no broken word
+    assert broken("a well- known expert, home- it was late, pre- and post-war, e- Mail") == {}
+    layout = Layout.of("Teh infor-\nmation is here.", TokenizerWriting(ByT5Tokenizer()))
+    assert [(word.reads, word.kind) for word in layout.words[1:3]] == [("information", Kind.KEPT), ("", Kind.KEPT)]
+    assert layout.model_text == "Teh information is here."
+    assert layout.assemble("The information is here.") == "The infor-\nmation is here."
+
+
+def test_units_after_a_number_the_pronoun_thee_and_runs_of_symbols_are_kept():
+    """The shipped speller wrote "200 mil" for "200 ml", "3 gd" for "3 yd", "the" for the pronoun "thee" and "A++"
+    for "A+++"."""
+    assert measurement_units("Add 200 ml, 3 yd. and 5 mls but 5 cats and the ml".split()) == {2, 4, 7}
+    assert archaic_pronouns("I thank thee for it, between thee and me, get thee! on thee table thee".split()) == {
+        2, 6, 10, 14
+    }  # fmt: skip
+    layout = Layout.of("Great seller A+++ and teh shipping!!", TokenizerWriting(ByT5Tokenizer()))
+    assert [word.kind for word in layout.words] == [Kind.FREE, Kind.FREE, Kind.KEPT, Kind.FREE, Kind.FREE, Kind.FREE]
+    for word in ["brekkie", "Idli", "rooibos", "paneer"]:  # words of the Englishes no dictionary knows
+        assert is_current_word(word), word
+    assert not is_current_word("arre") and not is_current_word("yaar")  # one edit from "are", "year"
+
+
+@needs_weights
+def test_the_shipped_speller_keeps_broken_words_units_thee_and_regional_words():
+    texts = [
+        "This is important infor- mation about the project.",
+        "This is a com- puter program for the depart-\nment.",
+        "Add 200 ml of water, 3 yd of carpet and 5 mls daily.",
+        "Shall I compare thee to a summer's day? I thank thee for it.",
+        "Great seller A+++ and fast shipping!",
+        "We had brekkie, then idli and paneer with rooibos.",
+        "Thsi is importnat infor- mation about teh project.",
+    ]
+    expected = [*texts[:-1], "This is important infor- mation about the project."]
+    assert _shipped().correct(texts) == expected
+
+
+def test_markdown_and_html_around_words_are_read_without_and_put_back():
+    """The words of ``**very importnat**``, ``[teh docs](url)`` and ``<b>here</b>`` were kept whole, their typos
+    unfixed, and the model read ``bhere/b`` beside "Clikc", which it then left as written."""
+    spans = markup_spans("Read **very importnat** and [teh docs](https://x.org/a). (**Note:**) <b>here</b>".split())
+    assert {index: read for index, (read, _) in spans.items()} == {
+        1: "very", 2: "importnat", 4: "teh", 5: "docs.", 6: "(Note:)", 7: "here"
+    }  # fmt: skip
+    assert markup_spans("use *args and **kwargs, a * b, the __init__ method, [x] done [sic]".split()) == {}
+    layout = Layout.of(
+        "Clikc <b>here</b> and **very importnat** (**Note:**) [teh docs](u/v).", TokenizerWriting(ByT5Tokenizer())
+    )
+    assert layout.model_text == "Clikc here and very importnat (Note:) teh docs."
+    assert layout.assemble("Click here and very important (Note:) the docs.") == (
+        "Click <b>here</b> and **very important** (**Note:**) [the docs](u/v)."
+    )
+    assert layout.assemble("Click here and very important (Note): the docs!") == (
+        "Click <b>here</b> and **very important** (**Note**): [the docs](u/v)!"
+    )  # punctuation the model moved: the markup goes around the word
+    assert layout.assemble("Click and very important (Note:) the docs.") is None  # a marked-up word dropped
+
+
+@needs_weights
+def test_the_shipped_speller_corrects_words_inside_markdown_and_html():
+    texts = [
+        "This is **very importnat** and must be raed.",
+        "See [teh docs](https://example.com) for detials.",
+        "Clikc <b>here</b> to downlaod the file.",
+        "~~The old methd~~ is no longer suported.",
+        "Pass *args and **kwargs to the function.",
+    ]
+    expected = [
+        "This is **very important** and must be read.",
+        "See [the docs](https://example.com) for details.",
+        "Click <b>here</b> to download the file.",
+        "~~The old method~~ is no longer supported.",
+        texts[4],
+    ]
     assert _shipped().correct(texts) == expected

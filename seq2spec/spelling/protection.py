@@ -12,7 +12,10 @@ them and sorts each word into one of three kinds:
   all-capital acronym, code punctuation, a letter alone other than ``a`` and ``I`` (``x = y + z``, plan B) or a word of
   software no dictionary knows (``technical_words``: ``async``, ``backend``, ``numpy``, commands and file formats such
   as ``postgres`` and ``csv``, with an s too: ``csvs``) (``is_technical``), a word of current English no dictionary
-  knows (``is_current_word``: ``noob``, ``chai``, ``Connor``), a name within a sentence (``is_name_within_sentence``:
+  knows (``is_current_word``: ``noob``, ``chai``, ``Connor``, and regional words: ``brekkie``, ``idli``), a unit after
+  a number (``200 ml``: ``measurement_units``), the pronoun ``thee`` (``archaic_pronouns``), a symbol written twice in
+  a row (``A+++``), both parts of a word broken by a hyphen at a line's end (``infor- mation``: ``broken_words``; the
+  model reads the word whole), a name within a sentence (``is_name_within_sentence``:
   ``Matteo``), informal writing (``is_informal``: a chat abbreviation such as ``lol``, ``idk``, ``thx``, a colloquial
   spelling such as ``gimme``, ``coulda``, ``y'all``, a dropped g such as ``sittin'``, the pronoun ``i`` in lower case,
   a double contraction such as ``who'd've``, a letter said long such as ``sooo``), one word in quotes of its own (``the
@@ -27,11 +30,13 @@ them and sorts each word into one of three kinds:
   their plain forms (``it's`` for ``it’s``) and may correct the word; its word comes back with the typographic
   characters in their places (``dosn't`` -> ``doesn't`` -> ``doesn’t``), or as written where the model changed their
   number.
-- free: every other word, the model's to correct. A command or file format that may be a slip of a word (``sed``,
-  ``env``, ``toml``: ``technical_words_in_context``) beside another technical word is free too; the change check
-  (``capital_check``) writes it back unless the model is sure of its own word. In a text written with ’ and no ',
-  apostrophes the model adds are written ’ too (``didnt`` -> ``didn’t``); a run of two or more of ``. ! ?`` ending the
-  word (``Wait...``, ``what?!``) comes back as written.
+- free: every other word, the model's to correct. A word inside Markdown emphasis, a Markdown link's text or an inline
+  HTML tag (``**very importnat**``, ``[teh docs](url)``, ``<b>here</b>``: ``markup_spans``) is read without the markup,
+  which comes back around the model's word; the word must come back in place, as a mapped word must. A command or file
+  format that may be a slip of a word (``sed``, ``env``, ``toml``: ``technical_words_in_context``) beside another
+  technical word is free too; the change check (``capital_check``) writes it back unless the model is sure of its own
+  word. In a text written with ’ and no ', apostrophes the model adds are written ’ too (``didnt`` -> ``didn’t``); a
+  run of two or more of ``. ! ?`` ending the word (``Wait...``, ``what?!``) comes back as written.
 
 ``Layout.assemble`` lines the model's output words up with the words it read (difflib, case ignored), puts kept and
 mapped words back in their places, the words it did not read beside their neighbours, and the text's own whitespace
@@ -182,11 +187,17 @@ def _technical_context(word: str) -> bool:
 # "hashtag", names such as "Connor"): the speller wrote "posted a fog", "got pawned by a job", "a chair late". Built
 # from wordfreq's English frequencies by recipes/make_current_words.py, without the misspellings and slips it records.
 CURRENT_WORDS_PATH = Path(__file__).resolve().parent.parent / "assets" / "current_words.txt"
+# Words of the Englishes of Australia, Britain, South Africa, India and other places that no dictionary knows and
+# wordfreq counts too rarely for ``current_words`` ("brekkie", "idli", "rooibos", "paneer"; the speller wrote "break",
+# "idle", "rooms", "panzer"), written for seq2spec; none is one edit from a word symspellpy's dictionary counts 20
+# million times or more ("arre" is a typo of "are" more often than the Hindi word).
+REGIONAL_WORDS_PATH = Path(__file__).resolve().parent.parent / "assets" / "regional_words.txt"
 
 
+@cache
 def current_words() -> frozenset[str]:
-    """The words of ``CURRENT_WORDS_PATH``."""
-    return word_list(CURRENT_WORDS_PATH)
+    """The words of ``CURRENT_WORDS_PATH`` and ``REGIONAL_WORDS_PATH``."""
+    return word_list(CURRENT_WORDS_PATH) | word_list(REGIONAL_WORDS_PATH)
 
 
 def is_current_word(word: str) -> bool:
@@ -412,6 +423,77 @@ def foreign_phrase_spans(words: list[str]) -> set[int]:
 _ET_AL = ("et", "al")
 
 
+# units of measurement, in lower case, as they are written after a number ("200 ml", "3 yd", "5 mls": the speller
+# wrote "200 mil", "3 gd", "5 mod")
+MEASUREMENT_UNITS = frozenset(
+    """
+    nm um µm mm cm dm m km in ft yd mi nmi ug µg mcg mg g kg t lb lbs oz st ul µl ml mls cl dl l ltr cc
+    tsp tsps tbsp tbsps tbs pt pts qt qts gal gals fl floz ns us µs ms s sec secs min mins h hr hrs d wk wks mo mos yr
+    yrs mph kph kmh fps rpm bpm hz khz mhz ghz b kb mb gb tb pb kib mib gib tib bps kbps mbps gbps w kw mw gw wh kwh mwh
+    v kv mv mah ah ohm ohms j kj cal kcal btu pa kpa mpa hpa mbar psi atm mmhg db dba lm lx mol mmol iu px dpi ppi pcs
+    """.split()
+)
+
+
+def measurement_units(words: list[str]) -> set[int]:
+    """The indices of ``words`` (whitespace-free) that are ``MEASUREMENT_UNITS`` right after a number."""
+    return {
+        index
+        for index in range(1, len(words))
+        if words[index - 1][-1:].isdigit() and _AROUND.match(words[index]).group(1).lower() in MEASUREMENT_UNITS
+    }
+
+
+# words a determiner cannot stand before: after "thee" they mark the old pronoun ("I thank thee for", "Get thee to",
+# "thee and me"; the speller wrote "the"), not a slip of "the" ("on thee table")
+_AFTER_PRONOUN = frozenset(
+    """
+    to for and or nor but of in on at with from by unto upon into as than i me thou thee he she it we they you ye him
+    us them a an the my thy thine his her our their your that this not is art be am are was were hath doth shall will
+    may o oh
+    """.split()
+)
+
+
+def archaic_pronouns(words: list[str]) -> set[int]:
+    """The indices of ``words`` (whitespace-free) that are the pronoun "thee": before punctuation, at the end, or
+    before one of ``_AFTER_PRONOUN``."""
+    found = set()
+    for index, word in enumerate(words):
+        if _AROUND.match(word).group(1).lower() != "thee":
+            continue
+        following = _AROUND.match(words[index + 1]).group(1).lower() if index + 1 < len(words) else ""
+        if index + 1 == len(words) or not word[-1].isalpha() or following in _AFTER_PRONOUN:
+            found.add(index)
+    return found
+
+
+# a word broken and hyphenated at the end of a line (text copied from a PDF, a hard-wrapped page): its first part,
+# after any opening marks, ends in a hyphen; its second part starts with a lower-case letter
+_BROKEN_HEAD = re.compile(r"^(\W*)([^\W\d_]+)-$")
+_BROKEN_TAIL = re.compile(r"^([^\W\d_]+)(.*)$", re.DOTALL)
+
+
+def broken_words(words: list[str]) -> dict[int, str]:
+    """Index of a word's first part -> the word whole, where ``words`` (whitespace-free) hold a word broken in two by
+    a hyphen at the end of a line ("infor-" "mation", "depart-" "ment."; the speller wrote "inform- nation" and
+    "com- putter"): the two parts joined are a dictionary word, or neither part is one ("impor-" "tnat"). Two words
+    with a hyphen between ("well- known", "home- it was late") and a suspended hyphen ("pre- and post-war") are no
+    broken word: one of the parts is a word and the two joined are not."""
+    found: dict[int, str] = {}
+    for index in range(len(words) - 1):
+        head, tail = _BROKEN_HEAD.match(words[index]), _BROKEN_TAIL.match(words[index + 1])
+        if head is None or tail is None or not tail.group(1)[:1].islower():
+            continue
+        first, second = head.group(2).lower(), tail.group(1).lower()
+        from seq2spec.spelling.classical import shared_word_list
+
+        known = shared_word_list()
+        if first + second in known or (first not in known and second not in known):
+            found[index] = head.group(1) + head.group(2) + tail.group(1) + tail.group(2)
+    return found
+
+
 def code_spans(words: list[str]) -> set[int]:
     """The indices of ``words`` (whitespace-free) inside a code span of Markdown and chat, from a word that opens one
     with a backtick to the nearest word that closes it with one (```git chekout main```, ```timout```; the speller
@@ -485,6 +567,81 @@ def barely_written(tokenizer) -> frozenset[str]:
     return frozenset(alone - inside)
 
 
+# Markdown emphasis and links and inline HTML around a word: ``**bold**``, ``~~gone~~``, ``[the docs](url)``,
+# ``<b>here</b>`` (a word in them was kept whole, its typos unfixed, and the model read ``bhere/b``); underscores
+# (``__init__``, ``_private``) and brackets that are no link (``[sic]``, ``[x]``) are left alone
+_INLINE_TAGS = "b|i|u|s|em|strong|mark|del|ins|small"
+_MARKUP_OPENS = re.compile(rf"^([(\"'\u2018\u201c]*)((?:\*{{1,3}}|~~|\[|<(?:{_INLINE_TAGS})>)+)(?=[^\W\d_])")
+_MARKUP_CLOSES = re.compile(
+    rf"(?<=[\w.,;:!?'\u2019])((?:\*{{1,3}}|~~|\](?:\([^\s()]*\)|\[[^\s\]]*\])|</(?:{_INLINE_TAGS})>)+)"
+    r"([.,;:!?)\"'\u2019\u201d]*)$"
+)
+
+
+@dataclass(frozen=True)
+class Markup:
+    """Markup ``opening`` at ``start`` and ``closing`` at ``end`` of the word the model reads (its characters
+    ``[start:end]`` inside the markup, punctuation outside it)."""
+
+    opening: str
+    closing: str
+    start: int
+    end: int
+
+    def around(self, read: str, output: str) -> str:
+        """``output`` (the model's word for ``read``) with the markup put back: where the punctuation outside it
+        came back unchanged, exactly around the same characters; else around the output's word and the
+        punctuation next to it."""
+        head, tail = read[: self.start], read[self.end :]
+        if not (output.startswith(head) and output.endswith(tail) and len(output) >= len(head) + len(tail)):
+            head = re.match(r"^[(\"'\u2018\u201c]*", output).group()
+            tail = re.search(r"[.,;:!?)\"'\u2019\u201d]*$", output[len(head) :]).group()
+        middle = output[len(head) : len(output) - len(tail)]
+        return head + self.opening + middle + self.closing + tail
+
+
+def _markup_closes(opening: str, closing: str) -> bool:
+    """Whether ``closing`` ends what ``opening`` began: the same emphasis marks reversed, ``]`` for ``[``, the
+    closing tag."""
+    if opening.startswith("["):
+        return closing.startswith("]")
+    if opening.startswith("<"):
+        return closing == opening.replace("<", "</", 1)
+    return closing == opening[::-1]
+
+
+def markup_spans(words: list[str]) -> dict[int, tuple[str, Markup]]:
+    """Index of ``words`` (whitespace-free) -> (the word without its markup, the markup), for the words that open
+    and close a span of Markdown emphasis, a Markdown link's text or an inline HTML tag (``**very importnat**``,
+    ``[teh docs](url)``, ``<b>here</b>``), matched as pairs within ``MAX_QUOTATION_WORDS`` words; an opening no
+    later word closes (``*args``) is no markup."""
+    found: dict[int, tuple[str, Markup]] = {}
+    index = 0
+    while index < len(words):
+        opens = _MARKUP_OPENS.match(words[index])
+        closed = None
+        for end in range(index, min(len(words), index + MAX_QUOTATION_WORDS)) if opens else ():
+            word = words[end][opens.end() :] if end == index else words[end]
+            closes = _MARKUP_CLOSES.search(word)
+            if closes is not None and _markup_closes(opens.group(2), closes.group(1)):
+                closed = end, word, closes
+                break
+        if closed is None:
+            index += 1
+            continue
+        end, word, closes = closed
+        lead, opening = opens.group(1), opens.group(2)
+        inner, closing, trail = word[: closes.start()], closes.group(1), closes.group(2)
+        if end == index:
+            found[index] = (lead + inner + trail, Markup(opening, closing, len(lead), len(lead) + len(inner)))
+        else:
+            rest = words[index][opens.end() :]
+            found[index] = (lead + rest, Markup(opening, "", len(lead), len(lead) + len(rest)))
+            found[end] = (inner + trail, Markup("", closing, 0, len(inner)))
+        index = end + 1
+    return found
+
+
 class Kind(Enum):
     FREE = "free"
     MAPPED = "mapped"
@@ -498,6 +655,7 @@ class Word:
     text: str
     reads: str
     kind: Kind
+    markup: Markup | None = None  # the Markdown or HTML around a free word, which the model reads without
 
     def restored(self, output: str, apostrophe: str | None) -> str:
         """The word to write where the model wrote ``output`` in its place."""
@@ -505,8 +663,9 @@ class Word:
             return self.text
         if self.kind is Kind.MAPPED:
             return _map_back(self.text, output)
-        output = _with_trailing_marks(self.text, output)
-        return output.replace("'", apostrophe) if apostrophe else output
+        output = _with_trailing_marks(self.reads if self.markup else self.text, output)
+        output = output.replace("'", apostrophe) if apostrophe else output
+        return self.markup.around(self.reads, output) if self.markup else output
 
 
 def _with_trailing_marks(written: str, output: str) -> str:
@@ -567,7 +726,16 @@ class Layout:
         kept.update(index for index in range(1, len(words)) if is_name_within_sentence(words[index - 1], words[index]))
         kept.update(code_spans(words))
         kept.update(foreign_phrase_spans(words))
+        kept.update(measurement_units(words))
+        kept.update(archaic_pronouns(words))
         laid = [_word(token, writing, index in kept) for index, token in enumerate(words)]
+        for index, (read, markup) in markup_spans(words).items():  # the model reads the word without its markup
+            inner = _word(read, writing, index in kept)
+            free = inner.kind is Kind.FREE
+            laid[index] = Word(words[index], inner.reads, inner.kind if free else Kind.KEPT, markup if free else None)
+        for index, whole in broken_words(words).items():  # both parts as written; the model reads the word whole
+            reads = whole if writing.writes(whole) else writing.stand_in(whole)
+            laid[index : index + 2] = [Word(words[index], reads, Kind.KEPT), Word(words[index + 1], "", Kind.KEPT)]
         return cls(leading, laid, [*tokens[1::2], trailing], apostrophe)
 
     @property
@@ -592,7 +760,7 @@ class Layout:
         said_gaps = [*tokens[1::2], ""]
         placed = _aligned([self.words[i].reads for i in read], said)
         where = {read[i]: j for i, j in placed.items()}
-        if any(self.words[i].kind is not Kind.FREE and i not in where for i in read):
+        if any(not self._free(i) and i not in where for i in read):  # kept, mapped or marked up: must be in place
             return None
         source_of = {j: i for i, j in where.items()}
         # (source index or None, text, the output's whitespace after it) per word of the result, in order
@@ -641,7 +809,7 @@ class Layout:
 
     def _free(self, index: int) -> bool:
         word = self.words[index]
-        return word.kind is Kind.FREE and bool(word.reads)
+        return word.kind is Kind.FREE and bool(word.reads) and word.markup is None
 
     def free_runs(self) -> list[Layout]:
         """The runs of neighbouring free words, each as a layout of its own (kept, mapped and unread words and the
@@ -676,6 +844,9 @@ class Layout:
 # a token longer than any word (the longest English ones have about 45 letters): a string of code, data or noise the
 # model is not given to read ("aaaa..." of 5,000 letters was longer than the speller's 256-token input)
 LONGEST_WORD = 64
+# a symbol written twice or more in a row, other than marks of prose a corrector may mend (``A+++``, ``:::``: the
+# speller wrote "A++")
+_SYMBOL_RUN = re.compile(r"([^\w\s.,!?'\"\u2019-])\1")
 
 
 def _word(token: str, writing: TokenizerWriting, quoted: bool = False) -> Word:
@@ -685,6 +856,7 @@ def _word(token: str, writing: TokenizerWriting, quoted: bool = False) -> Word:
     symbols_alone = not any(character.isalnum() for character in token)
     if (
         quoted
+        or _SYMBOL_RUN.search(token)
         or is_technical(token)
         or is_informal(token)
         or is_current_word(token)

@@ -79,6 +79,7 @@ def texts_of(words: list[str], gaps: list[str], leading: str, trailing: str) -> 
 MARKUP = [
     "**very",
     "importnat**",
+    "'''wiki'''",
     "[teh",
     "docs](https://example.org/a)",
     "<b>here</b>",
@@ -655,6 +656,8 @@ def test_markdown_and_html_around_words_are_read_without_and_put_back():
     assert {index: read for index, (read, _) in spans.items()} == {
         1: "very", 2: "importnat", 4: "teh", 5: "docs.", 6: "(Note:)", 7: "here"
     }  # fmt: skip
+    wiki = markup_spans("'''bold''' and ''very italic'', but it''s".split())
+    assert {index: read for index, (read, _) in wiki.items()} == {0: "bold", 2: "very", 3: "italic,"}
     assert markup_spans("use *args and **kwargs, a * b, the __init__ method, [x] done [sic]".split()) == {}
     layout = Layout.of(
         "Clikc <b>here</b> and **very importnat** (**Note:**) [teh docs](u/v).", TokenizerWriting(ByT5Tokenizer())
@@ -677,12 +680,13 @@ def test_the_shipped_speller_corrects_words_inside_markdown_and_html():
         "Clikc <b>here</b> to downlaod the file.",
         "~~The old methd~~ is no longer suported.",
         "Pass *args and **kwargs to the function.",
+        "The page uses '''bold''' and ''italic'' text.",
     ]
     expected = [
         "This is **very important** and must be read.",
         "See [the docs](https://example.com) for details.",
         "Click <b>here</b> to download the file.",
         "~~The old method~~ is no longer supported.",
-        texts[4],
+        *texts[4:],
     ]
     assert _shipped().correct(texts) == expected

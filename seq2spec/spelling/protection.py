@@ -567,13 +567,16 @@ def barely_written(tokenizer) -> frozenset[str]:
     return frozenset(alone - inside)
 
 
-# Markdown emphasis and links and inline HTML around a word: ``**bold**``, ``~~gone~~``, ``[the docs](url)``,
-# ``<b>here</b>`` (a word in them was kept whole, its typos unfixed, and the model read ``bhere/b``); underscores
-# (``__init__``, ``_private``) and brackets that are no link (``[sic]``, ``[x]``) are left alone
+# Markdown emphasis and links, wiki emphasis and inline HTML around a word: ``**bold**``, ``~~gone~~``, ``[the
+# docs](url)``, ``'''bold'''`` (the speller wrote ``''bold''``), ``<b>here</b>`` (a word in them was kept whole, its
+# typos unfixed, and the model read ``bhere/b``); underscores (``__init__``, ``_private``) and brackets that are no link
+# (``[sic]``, ``[x]``) are left alone
 _INLINE_TAGS = "b|i|u|s|em|strong|mark|del|ins|small"
-_MARKUP_OPENS = re.compile(rf"^([(\"'\u2018\u201c]*)((?:\*{{1,3}}|~~|\[|<(?:{_INLINE_TAGS})>)+)(?=[^\W\d_])")
+_MARKUP_OPENS = re.compile(
+    rf"^((?:[(\"\u2018\u201c]|'(?!'))*)((?:\*{{1,3}}|~~|'{{2,5}}|\[|<(?:{_INLINE_TAGS})>)+)(?=[^\W\d_])"
+)
 _MARKUP_CLOSES = re.compile(
-    rf"(?<=[\w.,;:!?'\u2019])((?:\*{{1,3}}|~~|\](?:\([^\s()]*\)|\[[^\s\]]*\])|</(?:{_INLINE_TAGS})>)+)"
+    rf"(?<=[\w.,;:!?'\u2019])((?:\*{{1,3}}|~~|'{{2,5}}|\](?:\([^\s()]*\)|\[[^\s\]]*\])|</(?:{_INLINE_TAGS})>)+)"
     r"([.,;:!?)\"'\u2019\u201d]*)$"
 )
 

@@ -23,6 +23,7 @@ from seq2spec.spelling.protection import (
     broken_words,
     code_spans,
     foreign_phrase_spans,
+    greetings,
     is_current_word,
     is_informal,
     is_lengthened,
@@ -690,3 +691,16 @@ def test_the_shipped_speller_corrects_words_inside_markdown_and_html():
         *texts[4:],
     ]
     assert _shipped().correct(texts) == expected
+
+
+def test_a_greeting_is_kept_unless_english_never_writes_it_before_the_next_word():
+    """The shipped speller wrote "they dan," for "hey dan,", "they guys" and "they, can you" (symspellpy's bigram
+    counts: "hey guys" is written, "they guys" never; "they went" is, "hey went" never)."""
+    found = greetings("hey dan, hey, hey guys hey there hey went yo dan, yo can I said hey".split())
+    assert found == {0, 2, 3, 5, 9, 15}
+
+
+@needs_weights
+def test_the_shipped_speller_keeps_greetings_and_fixes_slips_of_they():
+    texts = ["hey dan, can u call me back", "hey guys, whats up", "hey, can you call me back", "hey went home early."]
+    assert _shipped().correct(texts) == [*texts[:3], "They went home early."]

@@ -14,17 +14,17 @@ them and sorts each word into one of three kinds:
   as ``postgres`` and ``csv``, with an s too: ``csvs``) (``is_technical``), a word of current English no dictionary
   knows (``is_current_word``: ``noob``, ``chai``, ``Connor``, and regional words: ``brekkie``, ``idli``), a unit after
   a number (``200 ml``: ``measurement_units``), the pronoun ``thee`` (``archaic_pronouns``), a symbol written twice in
-  a row (``A+++``), both parts of a word broken by a hyphen at a line's end (``infor- mation``: ``broken_words``; the
-  model reads the word whole), a name within a sentence (``is_name_within_sentence``:
-  ``Matteo``), informal writing (``is_informal``: a chat abbreviation such as ``lol``, ``idk``, ``thx``, a colloquial
-  spelling such as ``gimme``, ``coulda``, ``y'all``, a dropped g such as ``sittin'``, the pronoun ``i`` in lower case,
-  a double contraction such as ``who'd've``, a letter said long such as ``sooo``), one word in quotes of its own (``the
-  word "teh"``: ``is_quoted_word``), the words of a code span between backticks (``code_spans``), the words of a
-  quotation a check says to keep (``Layout.of``'s ``quote_kept``: one in another language, ``"Bitte nicht stören"``), a
-  token longer than ``LONGEST_WORD`` (not read at all), a token of symbols alone (``#``, ``—``, ``->``), or a character
-  the tokenizer cannot write other than the typographic ones below. The model reads what the tokenizer can write of it
-  (``cafe`` for ``café``, nothing for ``→``) so that the sentence still reads as one; the word comes back exactly as
-  written.
+  a row (``A+++``), a greeting the model takes for a slip (``hey dan``: ``greetings``), both parts of a word broken by
+  a hyphen at a line's end (``infor- mation``: ``broken_words``; the model reads the word whole), a name within a
+  sentence (``is_name_within_sentence``: ``Matteo``), informal writing (``is_informal``: a chat abbreviation such as
+  ``lol``, ``idk``, ``thx``, a colloquial spelling such as ``gimme``, ``coulda``, ``y'all``, a dropped g such as
+  ``sittin'``, the pronoun ``i`` in lower case, a double contraction such as ``who'd've``, a letter said long such as
+  ``sooo``), one word in quotes of its own (``the word "teh"``: ``is_quoted_word``), the words of a code span between
+  backticks (``code_spans``), the words of a quotation a check says to keep (``Layout.of``'s ``quote_kept``: one in
+  another language, ``"Bitte nicht stören"``), a token longer than ``LONGEST_WORD`` (not read at all), a token of
+  symbols alone (``#``, ``—``, ``->``), or a character the tokenizer cannot write other than the typographic ones
+  below. The model reads what the tokenizer can write of it (``cafe`` for ``café``, nothing for ``→``) so that the
+  sentence still reads as one; the word comes back exactly as written.
 - mapped: a word whose only unwritable characters are typographic quotes, apostrophes, dashes or ellipses, or whose
   contraction is written with an acute accent or a backtick for its apostrophe (``isn´t``, ``it`s``). The model reads
   their plain forms (``it's`` for ``it’s``) and may correct the word; its word comes back with the typographic
@@ -468,6 +468,31 @@ def archaic_pronouns(words: list[str]) -> set[int]:
     return found
 
 
+# greetings the speller takes for a slip of another word ("hey dan," -> "they dan,", "yo dan," -> "you can,")
+_GREETINGS = {"hey": "they", "yo": "you"}
+
+
+def greetings(words: list[str]) -> set[int]:
+    """The indices of ``words`` (whitespace-free) that are a greeting of ``_GREETINGS`` written in lower case: before
+    punctuation, at the end, or before a word that English writes after the greeting or never after the word it could
+    be a slip of ("hey guys", "hey dan"; symspellpy's bigram counts). "hey went home" is a slip of "they"."""
+    found = set()
+    for index, word in enumerate(words):
+        other = _GREETINGS.get(_AROUND.match(word).group(1))
+        if other is None:
+            continue
+        if index + 1 == len(words) or not word[-1].isalpha():
+            found.add(index)
+            continue
+        from seq2spec.spelling.classical import bigram_counts
+
+        following, counts = _AROUND.match(words[index + 1]).group(1).lower(), bigram_counts()
+        greeting = _AROUND.match(word).group(1)
+        if counts.get((greeting, following), 0) > 0 or counts.get((other, following), 0) == 0:
+            found.add(index)
+    return found
+
+
 # a word broken and hyphenated at the end of a line (text copied from a PDF, a hard-wrapped page): its first part,
 # after any opening marks, ends in a hyphen; its second part starts with a lower-case letter
 _BROKEN_HEAD = re.compile(r"^(\W*)([^\W\d_]+)-$")
@@ -731,6 +756,7 @@ class Layout:
         kept.update(foreign_phrase_spans(words))
         kept.update(measurement_units(words))
         kept.update(archaic_pronouns(words))
+        kept.update(greetings(words))
         laid = [_word(token, writing, index in kept) for index, token in enumerate(words)]
         for index, (read, markup) in markup_spans(words).items():  # the model reads the word without its markup
             inner = _word(read, writing, index in kept)

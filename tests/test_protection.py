@@ -19,6 +19,7 @@ from seq2spec.spelling.protection import (
     Kind,
     Layout,
     TokenizerWriting,
+    address_abbreviations,
     archaic_pronouns,
     broken_words,
     code_spans,
@@ -704,3 +705,18 @@ def test_a_greeting_is_kept_unless_english_never_writes_it_before_the_next_word(
 def test_the_shipped_speller_keeps_greetings_and_fixes_slips_of_they():
     texts = ["hey dan, can u call me back", "hey guys, whats up", "hey, can you call me back", "hey went home early."]
     assert _shipped().correct(texts) == [*texts[:3], "They went home early."]
+
+
+def test_address_and_office_abbreviations_are_kept():
+    """The shipped speller wrote "Oak Red" for "Oak Rd", "City Red" for "Cty Rd", "why" for "qty", "attempt" for
+    "attn" and "with" for "wfh"."""
+    found = address_abbreviations("Turn on Hwy 9, then on Cty Rd 12 at Oak Ct. the rd car".split())
+    assert found == {2, 6, 7, 11}
+    assert all(is_informal(word) for word in ["qty", "attn:", "wfh", "approx.", "etc."])
+    assert not any(is_informal(word) for word in ["eta", "tel", "acct"])  # slips of "eat", "tell", "act" too
+
+
+@needs_weights
+def test_the_shipped_speller_keeps_address_and_office_abbreviations():
+    texts = ["Turn left on Hwy 9, then right on Cty Rd 12.", "Meet me at 12 Oak Rd tomorrow.", "Re: qty and attn, wfh."]
+    assert _shipped().correct(texts) == texts

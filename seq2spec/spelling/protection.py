@@ -14,17 +14,19 @@ them and sorts each word into one of three kinds:
   as ``postgres`` and ``csv``, with an s too: ``csvs``) (``is_technical``), a word of current English no dictionary
   knows (``is_current_word``: ``noob``, ``chai``, ``Connor``, and regional words: ``brekkie``, ``idli``), a unit after
   a number (``200 ml``: ``measurement_units``), the pronoun ``thee`` (``archaic_pronouns``), a symbol written twice in
-  a row (``A+++``), a greeting the model takes for a slip (``hey dan``: ``greetings``), both parts of a word broken by
-  a hyphen at a line's end (``infor- mation``: ``broken_words``; the model reads the word whole), a name within a
-  sentence (``is_name_within_sentence``: ``Matteo``), informal writing (``is_informal``: a chat abbreviation such as
-  ``lol``, ``idk``, ``thx``, a colloquial spelling such as ``gimme``, ``coulda``, ``y'all``, a dropped g such as
-  ``sittin'``, the pronoun ``i`` in lower case, a double contraction such as ``who'd've``, a letter said long such as
-  ``sooo``), one word in quotes of its own (``the word "teh"``: ``is_quoted_word``), the words of a code span between
-  backticks (``code_spans``), the words of a quotation a check says to keep (``Layout.of``'s ``quote_kept``: one in
-  another language, ``"Bitte nicht stören"``), a token longer than ``LONGEST_WORD`` (not read at all), a token of
-  symbols alone (``#``, ``—``, ``->``), or a character the tokenizer cannot write other than the typographic ones
-  below. The model reads what the tokenizer can write of it (``cafe`` for ``café``, nothing for ``→``) so that the
-  sentence still reads as one; the word comes back exactly as written.
+  a row (``A+++``), an address abbreviation beside a name or a number (``Oak Rd``, ``Hwy 9``:
+  ``address_abbreviations``), a greeting the model takes for a slip (``hey dan``: ``greetings``), both parts of a word
+  broken by a hyphen at a line's end (``infor- mation``: ``broken_words``; the model reads the word whole), a name
+  within a sentence (``is_name_within_sentence``: ``Matteo``), informal writing (``is_informal``: a chat abbreviation
+  such as ``lol``, ``idk``, ``thx``, an office abbreviation such as ``qty``, ``attn``, a colloquial spelling such as
+  ``gimme``, ``coulda``, ``y'all``, a dropped g such as ``sittin'``, the pronoun ``i`` in lower case, a double
+  contraction such as ``who'd've``, a letter said long such as ``sooo``), one word in quotes of its own (``the word
+  "teh"``: ``is_quoted_word``), the words of a code span between backticks (``code_spans``), the words of a quotation a
+  check says to keep (``Layout.of``'s ``quote_kept``: one in another language, ``"Bitte nicht stören"``), a token
+  longer than ``LONGEST_WORD`` (not read at all), a token of symbols alone (``#``, ``—``, ``->``), or a character the
+  tokenizer cannot write other than the typographic ones below. The model reads what the tokenizer can write of it
+  (``cafe`` for ``café``, nothing for ``→``) so that the sentence still reads as one; the word comes back exactly as
+  written.
 - mapped: a word whose only unwritable characters are typographic quotes, apostrophes, dashes or ellipses, or whose
   contraction is written with an acute accent or a backtick for its apostrophe (``isn´t``, ``it`s``). The model reads
   their plain forms (``it's`` for ``it’s``) and may correct the word; its word comes back with the typographic
@@ -246,6 +248,13 @@ CHAT_ABBREVIATIONS = frozenset(
     "nbd ngl nm nsfw nvm ofc ok omfg omg oml omw ong pls plz pov ppl probs pw rly rn rofl secs smh sry sus tbd tbf "
     "tbh tbsp thnx thx tks tmi tmr tmrw ttyl ty ur wbu wks wtf wyd yk ykwim yolo yrs yw".split()
 )
+# abbreviations of letters and offices written without a period ("acct", "qty", "attn"; the speller wrote "act",
+# "port" for "ltr"), each more than one edit from any word symspellpy counts 20 million times ("eta" and "tel" are
+# also slips of "eat" and "tell": left out)
+OFFICE_ABBREVIATIONS = frozenset("approx assoc attn blvd encl etc excl fwd mgmt mgrs natl pkwy qty qtys wfh".split())
+# abbreviations of an address, kept capitalised beside a name or a number ("Oak Rd", "Hwy 9", "Cty Rd 12"; the speller
+# wrote "Oak Red", "City Red")
+ADDRESS_ABBREVIATIONS = frozenset("apt ave bldg blvd ct cty dr fl fwy hwy ln pkwy pl rd rte sq st ste".split())
 # laughter: haha, hahaha, hehe ("Haha ok." had become "Has ok.")
 _LAUGHTER = re.compile(r"(?:ha){2,}h?|(?:he){2,}h?|(?:hi){2,}h?")
 
@@ -321,8 +330,34 @@ def is_lengthened(word: str) -> bool:
 
 
 def _informal_spelling(text: str) -> bool:
-    """Whether a lower-case word is a chat abbreviation, one of ``COLLOQUIAL_SPELLINGS`` or laughter."""
-    return text in CHAT_ABBREVIATIONS or text in COLLOQUIAL_SPELLINGS or bool(_LAUGHTER.fullmatch(text))
+    """Whether a lower-case word is a chat or office abbreviation, one of ``COLLOQUIAL_SPELLINGS`` or laughter."""
+    return (
+        text in CHAT_ABBREVIATIONS
+        or text in OFFICE_ABBREVIATIONS
+        or text in COLLOQUIAL_SPELLINGS
+        or bool(_LAUGHTER.fullmatch(text))
+    )
+
+
+def address_abbreviations(words: list[str]) -> set[int]:
+    """The indices of ``words`` (whitespace-free) that are ``ADDRESS_ABBREVIATIONS`` capitalised (``Rd``, ``Hwy,``)
+    after a capitalised word or a number, or before a number or another such abbreviation."""
+
+    def abbreviation(index: int) -> bool:
+        core = _AROUND.match(words[index]).group(1)
+        return len(core) > 1 and core[0].isupper() and core[1:].islower() and core.lower() in ADDRESS_ABBREVIATIONS
+
+    found = set()
+    for index in range(len(words)):
+        if not abbreviation(index):
+            continue
+        before = words[index - 1] if index else ""
+        after = words[index + 1] if index + 1 < len(words) else ""
+        if (before[:1].isupper() and before[-1:].isalpha()) or before[-1:].isdigit() or after[:1].isdigit():
+            found.add(index)
+        elif after and abbreviation(index + 1):
+            found.update((index, index + 1))
+    return found
 
 
 def is_quoted_word(word: str) -> bool:
@@ -757,6 +792,7 @@ class Layout:
         kept.update(measurement_units(words))
         kept.update(archaic_pronouns(words))
         kept.update(greetings(words))
+        kept.update(address_abbreviations(words))
         laid = [_word(token, writing, index in kept) for index, token in enumerate(words)]
         for index, (read, markup) in markup_spans(words).items():  # the model reads the word without its markup
             inner = _word(read, writing, index in kept)

@@ -626,6 +626,11 @@ def test_units_after_a_number_the_pronoun_thee_and_runs_of_symbols_are_kept():
     """The shipped speller wrote "200 mil" for "200 ml", "3 gd" for "3 yd", "the" for the pronoun "thee" and "A++"
     for "A+++"."""
     assert measurement_units("Add 200 ml, 3 yd. and 5 mls but 5 cats and the ml".split()) == {2, 4, 7}
+    assert measurement_units("30 pts, 10 reb and 8 ast".split()) == {1, 3, 6}
+    for word in ["(iv)", "iv)", "(ii),", "(xiv)", "(i)"]:  # roman numerals numbering items (the speller wrote "(in)")
+        assert is_technical(word), word
+    for word in ["(in)", "(mix)", "(iiii)", "iv"]:
+        assert not is_technical(word), word
     assert archaic_pronouns("I thank thee for it, between thee and me, get thee! on thee table thee".split()) == {
         2, 6, 10, 14
     }  # fmt: skip
@@ -644,6 +649,7 @@ def test_the_shipped_speller_keeps_broken_words_units_thee_and_regional_words():
         "Add 200 ml of water, 3 yd of carpet and 5 mls daily.",
         "Shall I compare thee to a summer's day? I thank thee for it.",
         "Great seller A+++ and fast shipping!",
+        "The steps are (i) clean, (ii) rinse, (iii) dry and (iv) store; he had 8 ast.",
         "We had brekkie, then idli and paneer with rooibos.",
         "Thsi is importnat infor- mation about teh project.",
     ]

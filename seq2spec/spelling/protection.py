@@ -9,24 +9,24 @@ them and sorts each word into one of three kinds:
 
 - kept: a word holding a digit, a URL, an e-mail address, an @handle or #tag, a path, a command-line flag, a
   snake_case, CamelCase or dotted identifier, a lower-case letter before a capital (``iPhone``, ``eBay``), an
-  all-capital acronym, code punctuation, a letter alone other than ``a`` and ``I`` (``x = y + z``, plan B) or a word of
-  software no dictionary knows (``technical_words``: ``async``, ``backend``, ``numpy``, commands and file formats such
-  as ``postgres`` and ``csv``, with an s too: ``csvs``) (``is_technical``), a word of current English no dictionary
-  knows (``is_current_word``: ``noob``, ``chai``, ``Connor``, and regional words: ``brekkie``, ``idli``), a unit after
-  a number (``200 ml``: ``measurement_units``), the pronoun ``thee`` (``archaic_pronouns``), a symbol written twice in
-  a row (``A+++``), an address abbreviation beside a name or a number (``Oak Rd``, ``Hwy 9``:
-  ``address_abbreviations``), a greeting the model takes for a slip (``hey dan``: ``greetings``), both parts of a word
-  broken by a hyphen at a line's end (``infor- mation``: ``broken_words``; the model reads the word whole), a name
-  within a sentence (``is_name_within_sentence``: ``Matteo``), informal writing (``is_informal``: a chat abbreviation
-  such as ``lol``, ``idk``, ``thx``, an office abbreviation such as ``qty``, ``attn``, a colloquial spelling such as
-  ``gimme``, ``coulda``, ``y'all``, a dropped g such as ``sittin'``, the pronoun ``i`` in lower case, a double
-  contraction such as ``who'd've``, a letter said long such as ``sooo``), one word in quotes of its own (``the word
-  "teh"``: ``is_quoted_word``), the words of a code span between backticks (``code_spans``), the words of a quotation a
-  check says to keep (``Layout.of``'s ``quote_kept``: one in another language, ``"Bitte nicht stören"``), a token
-  longer than ``LONGEST_WORD`` (not read at all), a token of symbols alone (``#``, ``—``, ``->``), or a character the
-  tokenizer cannot write other than the typographic ones below. The model reads what the tokenizer can write of it
-  (``cafe`` for ``café``, nothing for ``→``) so that the sentence still reads as one; the word comes back exactly as
-  written.
+  all-capital acronym, code punctuation, a roman numeral numbering an item (``(iv)``), a letter alone other than ``a``
+  and ``I`` (``x = y + z``, plan B) or a word of software no dictionary knows (``technical_words``: ``async``,
+  ``backend``, ``numpy``, commands and file formats such as ``postgres`` and ``csv``, with an s too: ``csvs``)
+  (``is_technical``), a word of current English no dictionary knows (``is_current_word``: ``noob``, ``chai``,
+  ``Connor``, and regional words: ``brekkie``, ``idli``), a unit or a sports statistic's count after a number (``200
+  ml``, ``8 ast``: ``measurement_units``), the pronoun ``thee`` (``archaic_pronouns``), a symbol written twice in a row
+  (``A+++``), an address abbreviation beside a name or a number (``Oak Rd``, ``Hwy 9``: ``address_abbreviations``), a
+  greeting the model takes for a slip (``hey dan``: ``greetings``), both parts of a word broken by a hyphen at a line's
+  end (``infor- mation``: ``broken_words``; the model reads the word whole), a name within a sentence
+  (``is_name_within_sentence``: ``Matteo``), informal writing (``is_informal``: a chat abbreviation such as ``lol``,
+  ``idk``, ``thx``, an office abbreviation such as ``qty``, ``attn``, a colloquial spelling such as ``gimme``,
+  ``coulda``, ``y'all``, a dropped g such as ``sittin'``, the pronoun ``i`` in lower case, a double contraction such as
+  ``who'd've``, a letter said long such as ``sooo``), one word in quotes of its own (``the word "teh"``:
+  ``is_quoted_word``), the words of a code span between backticks (``code_spans``), the words of a quotation a check
+  says to keep (``Layout.of``'s ``quote_kept``: one in another language, ``"Bitte nicht stören"``), a token longer than
+  ``LONGEST_WORD`` (not read at all), a token of symbols alone (``#``, ``—``, ``->``), or a character the tokenizer
+  cannot write other than the typographic ones below. The model reads what the tokenizer can write of it (``cafe`` for
+  ``café``, nothing for ``→``) so that the sentence still reads as one; the word comes back exactly as written.
 - mapped: a word whose only unwritable characters are typographic quotes, apostrophes, dashes or ellipses, or whose
   contraction is written with an acute accent or a backtick for its apostrophe (``isn´t``, ``it`s``). The model reads
   their plain forms (``it's`` for ``it’s``) and may correct the word; its word comes back with the typographic
@@ -115,6 +115,10 @@ _TECHNICAL = [
 ]
 
 
+# a lower-case roman numeral that numbers an item, "(iv)" or "iv)" (the speller wrote "(in)")
+_ROMAN_ITEM = re.compile(r"^\(?(?=[ivx])x{0,3}(?:ix|iv|v?i{0,3})\)[.,;:]?$")
+
+
 # Lower-case words of software that no English dictionary knows ("async", "backend", "redis", "numpy", "codec",
 # "postgres", "csv"): the speller made a third of them into dictionary words ("sync", "backed", "reds", "bumpy", "code",
 # "postures", "csc"). Built from Debian's package descriptions and index of files and from mime.types by
@@ -161,7 +165,7 @@ def is_technical(word: str) -> bool:
     core = _AROUND.match(word).group(1)
     if not core:
         return False
-    if any(pattern.search(core) for pattern in _TECHNICAL):
+    if any(pattern.search(core) for pattern in _TECHNICAL) or _ROMAN_ITEM.match(word):
         return True
     words = technical_words()
     # a listed word with an s: "greps", "csvs" (the speller wrote "grips")
@@ -458,10 +462,11 @@ def foreign_phrase_spans(words: list[str]) -> set[int]:
 _ET_AL = ("et", "al")
 
 
-# units of measurement, in lower case, as they are written after a number ("200 ml", "3 yd", "5 mls": the speller
-# wrote "200 mil", "3 gd", "5 mod")
+# units of measurement and the counts of sports statistics, in lower case, as they are written after a number ("200
+# ml", "3 yd", "5 mls", "8 ast": the speller wrote "200 mil", "3 gd", "5 mod", "8 fast")
 MEASUREMENT_UNITS = frozenset(
     """
+    pts reb rebs ast asts stl blk blks yds tds ints rbi rbis
     nm um µm mm cm dm m km in ft yd mi nmi ug µg mcg mg g kg t lb lbs oz st ul µl ml mls cl dl l ltr cc
     tsp tsps tbsp tbsps tbs pt pts qt qts gal gals fl floz ns us µs ms s sec secs min mins h hr hrs d wk wks mo mos yr
     yrs mph kph kmh fps rpm bpm hz khz mhz ghz b kb mb gb tb pb kib mib gib tib bps kbps mbps gbps w kw mw gw wh kwh mwh

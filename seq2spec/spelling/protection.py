@@ -518,7 +518,8 @@ def greetings(words: list[str]) -> set[int]:
     be a slip of ("hey guys", "hey dan"; symspellpy's bigram counts). "hey went home" is a slip of "they"."""
     found = set()
     for index, word in enumerate(words):
-        other = _GREETINGS.get(_AROUND.match(word).group(1))
+        greeting = _AROUND.match(word).group(1)
+        other = _GREETINGS.get(greeting)
         if other is None:
             continue
         if index + 1 == len(words) or not word[-1].isalpha():
@@ -527,7 +528,6 @@ def greetings(words: list[str]) -> set[int]:
         from seq2spec.spelling.classical import bigram_counts
 
         following, counts = _AROUND.match(words[index + 1]).group(1).lower(), bigram_counts()
-        greeting = _AROUND.match(word).group(1)
         if counts.get((greeting, following), 0) > 0 or counts.get((other, following), 0) == 0:
             found.add(index)
     return found

@@ -34,11 +34,13 @@ them and sorts each word into one of three kinds:
   number.
 - free: every other word, the model's to correct. A word inside Markdown emphasis, a Markdown link's text or an inline
   HTML tag (``**very importnat**``, ``[teh docs](url)``, ``<b>here</b>``: ``markup_spans``) is read without the markup,
-  which comes back around the model's word; the word must come back in place, as a mapped word must. A command or file
-  format that may be a slip of a word (``sed``, ``env``, ``toml``: ``technical_words_in_context``) beside another
-  technical word is free too; the change check (``capital_check``) writes it back unless the model is sure of its own
-  word. In a text written with ’ and no ', apostrophes the model adds are written ’ too (``didnt`` -> ``didn’t``); a
-  run of two or more of ``. ! ?`` ending the word (``Wait...``, ``what?!``) comes back as written.
+  which comes back around the model's word; the word must come back in place, as a mapped word must. A contraction
+  written without its apostrophe that is no English word (``thats``, ``youre``, ``Im``:
+  ``CONTRACTIONS_WITHOUT_APOSTROPHE``) is read with it. A command or file format that may be a slip of a word (``sed``,
+  ``env``, ``toml``: ``technical_words_in_context``) beside another technical word is free too; the change check
+  (``capital_check``) writes it back unless the model is sure of its own word. In a text written with ’ and no ',
+  apostrophes the model adds are written ’ too (``didnt`` -> ``didn’t``); a run of two or more of ``. ! ?`` ending the
+  word (``Wait...``, ``what?!``) comes back as written.
 
 ``Layout.assemble`` lines the model's output words up with the words it read (difflib, case ignored), puts kept and
 mapped words back in their places, the words it did not read beside their neighbours, and the text's own whitespace
@@ -911,6 +913,35 @@ class Layout:
         return "".join(parts)
 
 
+# contractions written without their apostrophe that are no English word ("thats", "youre", "ive", "im"; "cant",
+# "wont", "lets", "its", "were", "well", "ill", "hows" are words; "IM" is an acronym): the model reads them with it (it
+# had written "that", "your", "give", "there", "in" for "thats", "youre", "ive", "theyre", "im")
+CONTRACTIONS_WITHOUT_APOSTROPHE = {
+    word.replace("'", "").lower(): word
+    for word in (
+        "don't didn't doesn't isn't aren't wasn't weren't hasn't haven't hadn't wouldn't couldn't shouldn't mustn't "
+        "needn't you're they're that's what's there's here's where's who's he's she's I'm I've you've we've they've "
+        "you'll they'll you'd they'd it'll that'll"
+    ).split()
+}
+_CONTRACTION_CORE = re.compile(r"^([^\w]*)([A-Za-z]+)([^\w]*)$")
+
+
+def _with_apostrophe(token: str) -> str:
+    """``token`` with its contraction's apostrophe where it is one of ``CONTRACTIONS_WITHOUT_APOSTROPHE`` (``Dont`` ->
+    ``Don't``, ``ive`` -> ``I've``), else as it is."""
+    parts = _CONTRACTION_CORE.match(token)
+    contraction = CONTRACTIONS_WITHOUT_APOSTROPHE.get(parts.group(2).lower()) if parts else None
+    if contraction is None:
+        return token
+    core = parts.group(2)
+    if core.isupper() and len(core) > 1:
+        contraction = contraction.upper()
+    elif core[0].isupper():
+        contraction = contraction[0].upper() + contraction[1:]
+    return parts.group(1) + contraction + parts.group(3)
+
+
 # a token longer than any word (the longest English ones have about 45 letters): a string of code, data or noise the
 # model is not given to read ("aaaa..." of 5,000 letters was longer than the speller's 256-token input)
 LONGEST_WORD = 64
@@ -939,7 +970,7 @@ def _word(token: str, writing: TokenizerWriting, quoted: bool = False) -> Word:
         if writing.writes(reads):
             return Word(token, reads, Kind.MAPPED)  # "isn`t" read "isn't"
     if written:
-        return Word(token, token, Kind.FREE)
+        return Word(token, _with_apostrophe(token), Kind.FREE)
     reads = writing.stand_in(token)
     unwritable = [c for c in token if not writing.writes(c)]
     if all(c in TYPOGRAPHIC for c in unwritable) and len(reads) == len(token) + 2 * token.count("\u2026"):

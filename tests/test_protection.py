@@ -16,6 +16,8 @@ from seq2spec.commands.toys import build_toy_model
 from seq2spec.default_models import SPELLER_DIR
 from seq2spec.spelling.pipeline import SpellingPipeline
 from seq2spec.spelling.protection import (
+    LOANWORDS_PATH,
+    REGIONAL_WORDS_PATH,
     Kind,
     Layout,
     TokenizerWriting,
@@ -36,6 +38,7 @@ from seq2spec.spelling.protection import (
     quotation_text,
     quotations,
     technical_in_context,
+    word_list,
 )
 from seq2spec.spelling.settings import SpellingSettings
 
@@ -642,7 +645,7 @@ def test_units_after_a_number_the_pronoun_thee_and_runs_of_symbols_are_kept():
 
 
 @needs_weights
-def test_the_shipped_speller_keeps_broken_words_units_thee_and_regional_words():
+def test_the_shipped_speller_keeps_broken_words_units_thee_regional_words_and_loanwords():
     texts = [
         "This is important infor- mation about the project.",
         "This is a com- puter program for the depart-\nment.",
@@ -651,10 +654,50 @@ def test_the_shipped_speller_keeps_broken_words_units_thee_and_regional_words():
         "Great seller A+++ and fast shipping!",
         "The steps are (i) clean, (ii) rinse, (iii) dry and (iv) store; he had 8 ast.",
         "We had brekkie, then idli and paneer with rooibos.",
+        "The tagine is good; we had coq au vin, café au lait, laksa, rendang, mochi and empanadas.",
+        "The arroz con pollo and the banh mi were great.",
+        "She wore a hanbok for Chuseok and sindoor at the wedding; we played shinty.",
         "Thsi is importnat infor- mation about teh project.",
     ]
     expected = [*texts[:-1], "This is important infor- mation about the project."]
     assert _shipped().correct(texts) == expected
+
+
+def test_loanwords_of_dishes_feasts_dress_and_sports_are_kept():
+    """The shipped speller wrote "tagline" for "tagine", "mocha" for "mochi", "rending" for "rendang", "empanada" for
+    "empanadas", "handbook" for "hanbok", "shiny" for "shinty", "coq au vine", "café au last", "arrow cool" for "arroz
+    con pollo", "bank mi" for "banh mi" and "Him Kippur" for "Yom Kippur"."""
+    for word in ["tagine", "Mochi", "laksa", "rendang", "empanadas", "edamame", "za'atar", "hanbok", "Navratri"]:
+        assert is_current_word(word), word
+    assert not is_current_word("bao") and not is_current_word("matcha")  # one edit from "bag", "match"
+    words = "We had coq au vin, Café au Lait and arroz con pollo; the banh mi was fine.".split()
+    assert foreign_phrase_spans(words) == {2, 3, 4, 5, 6, 7, 9, 10, 11, 13, 14}
+    assert foreign_phrase_spans("On Yom Kippur and Eid al-Fitr, wear an ao dai.".split()) == {1, 2, 4, 5, 8, 9}
+
+
+def test_listed_words_are_no_slip_of_a_common_word():
+    """A listed word one edit from a word symspellpy counts 20 million times or more would keep that word's typos
+    ("arre" for "are" in the spelling sets), so the lists leave such words out."""
+    from seq2spec.spelling.classical import word_counts
+
+    common = {word for word, count in word_counts().items() if count >= 20_000_000}
+    letters = {letter for word in common for letter in word}
+    for path in (REGIONAL_WORDS_PATH, LOANWORDS_PATH):
+        listed = word_list(path)
+        assert len(listed) > 100, path
+        near = sorted((word, other) for word in listed for other in _one_edit(word, letters) & common)
+        assert near == [], (path.name, near)
+
+
+def _one_edit(word: str, letters: set[str]) -> set[str]:
+    """The strings one deletion, transposition, substitution or insertion of ``letters`` from ``word``."""
+    cuts = [(word[:index], word[index:]) for index in range(len(word) + 1)]
+    return (
+        {left + right[1:] for left, right in cuts if right}
+        | {left + right[1] + right[0] + right[2:] for left, right in cuts if len(right) > 1}
+        | {left + letter + right[1:] for left, right in cuts if right for letter in letters}
+        | {left + letter + right for left, right in cuts for letter in letters}
+    )
 
 
 def test_markdown_and_html_around_words_are_read_without_and_put_back():

@@ -13,8 +13,9 @@ them and sorts each word into one of three kinds:
   and ``I`` (``x = y + z``, plan B) or a word of software no dictionary knows (``technical_words``: ``async``,
   ``backend``, ``numpy``, commands and file formats such as ``postgres`` and ``csv``, with an s too: ``csvs``)
   (``is_technical``), a word of current English no dictionary knows (``is_current_word``: ``noob``, ``chai``,
-  ``Connor``, and regional words: ``brekkie``, ``idli``), a unit or a sports statistic's count after a number (``200
-  ml``, ``8 ast``: ``measurement_units``), the pronoun ``thee`` (``archaic_pronouns``), a symbol written twice in a row
+  ``Connor``, regional words: ``brekkie``, ``idli``, and loanwords: ``tagine``, ``hanbok``), a unit or a sports
+  statistic's count after a number (``200 ml``, ``8 ast``: ``measurement_units``), the pronoun ``thee``
+  (``archaic_pronouns``), a symbol written twice in a row
   (``A+++``), an address abbreviation beside a name or a number (``Oak Rd``, ``Hwy 9``: ``address_abbreviations``), a
   greeting the model takes for a slip (``hey dan``: ``greetings``), both parts of a word broken by a hyphen at a line's
   end (``infor- mation``: ``broken_words``; the model reads the word whole), a name within a sentence
@@ -200,12 +201,17 @@ CURRENT_WORDS_PATH = Path(__file__).resolve().parent.parent / "assets" / "curren
 # "idle", "rooms", "panzer"), written for seq2spec; none is one edit from a word symspellpy's dictionary counts 20
 # million times or more ("arre" is a typo of "are" more often than the Hindi word).
 REGIONAL_WORDS_PATH = Path(__file__).resolve().parent.parent / "assets" / "regional_words.txt"
+# Words other languages lent English for dishes, festivals, faiths, dress, sports and music that no dictionary knows
+# ("tagine", "laksa", "empanadas", "hanbok", "sindoor", "shinty"; the speller wrote "tagline", "lake", "empanada",
+# "handbook", "indoor", "shiny"), written for seq2spec under the same rule; loans of several words ("coq au vin", "banh
+# mi", "Yom Kippur") are foreign phrases.
+LOANWORDS_PATH = Path(__file__).resolve().parent.parent / "assets" / "loanwords.txt"
 
 
 @cache
 def current_words() -> frozenset[str]:
-    """The words of ``CURRENT_WORDS_PATH`` and ``REGIONAL_WORDS_PATH``."""
-    return word_list(CURRENT_WORDS_PATH) | word_list(REGIONAL_WORDS_PATH)
+    """The words of ``CURRENT_WORDS_PATH``, ``REGIONAL_WORDS_PATH`` and ``LOANWORDS_PATH``."""
+    return word_list(CURRENT_WORDS_PATH) | word_list(REGIONAL_WORDS_PATH) | word_list(LOANWORDS_PATH)
 
 
 def is_current_word(word: str) -> bool:

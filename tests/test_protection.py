@@ -23,7 +23,9 @@ from seq2spec.spelling.protection import (
     TokenizerWriting,
     address_abbreviations,
     archaic_pronouns,
+    archaic_verbs,
     broken_words,
+    clinical_abbreviations,
     code_spans,
     foreign_phrase_spans,
     greetings,
@@ -657,6 +659,8 @@ def test_the_shipped_speller_keeps_broken_words_units_thee_regional_words_and_lo
         "The tagine is good; we had coq au vin, café au lait, laksa, rendang, mochi and empanadas.",
         "The arroz con pollo and the banh mi were great.",
         "She wore a hanbok for Chuseok and sindoor at the wedding; we played shinty.",
+        "Take 1 tab po bid prn for pain. Pt c/o SOB, hx of HTN.",
+        "Whither goest thou? Pride goeth before a fall; thou sayest so. lfg!",
         "Thsi is importnat infor- mation about teh project.",
     ]
     expected = [*texts[:-1], "This is important infor- mation about the project."]
@@ -673,6 +677,18 @@ def test_loanwords_of_dishes_feasts_dress_and_sports_are_kept():
     words = "We had coq au vin, Café au Lait and arroz con pollo; the banh mi was fine.".split()
     assert foreign_phrase_spans(words) == {2, 3, 4, 5, 6, 7, 9, 10, 11, 13, 14}
     assert foreign_phrase_spans("On Yom Kippur and Eid al-Fitr, wear an ao dai.".split()) == {1, 2, 4, 5, 8, 9}
+
+
+def test_clinical_shorthand_and_old_verb_forms_are_kept():
+    """The shipped speller wrote "pron" and "porn" for "prn", "Put" for "Pt", "his" for "hx", "youth" for "goeth",
+    "safest" for "sayest", "guest" for "goest" and "Set" for "Seest"."""
+    assert clinical_abbreviations("Take 1 tab po bid prn for pain.".split()) == {3, 4, 5}
+    assert clinical_abbreviations("Pt c/o SOB x3d, hx of HTN.".split()) == {0, 1, 2, 4, 6}
+    assert clinical_abbreviations("I'll po to the store, bid me luck.".split()) == {1, 5}  # two: kept as written
+    assert clinical_abbreviations("I'll po to the store tomorrow.".split()) == set()  # one alone: the model's
+    assert archaic_verbs("Pride goeth before; the Lord taketh away; he seeth, doth.".split()) == {1, 5, 8, 9}
+    assert archaic_verbs("Whither goest thou? Thou sayest. Seest thou?".split()) == {1, 4, 5}
+    assert archaic_verbs("Seth and Beth brushed their teeth, the sixth; he sayest no.".split()) == set()
 
 
 def test_listed_words_are_no_slip_of_a_common_word():
@@ -710,6 +726,8 @@ def test_markdown_and_html_around_words_are_read_without_and_put_back():
     wiki = markup_spans("'''bold''' and ''very italic'', but it''s".split())
     assert {index: read for index, (read, _) in wiki.items()} == {0: "bold", 2: "very", 3: "italic,"}
     assert markup_spans("use *args and **kwargs, a * b, the __init__ method, [x] done [sic]".split()) == {}
+    html = markup_spans("<p>The <b>qiuck</b> fox.</p> <h2>Intro</h2> <code>retrun</code>".split())
+    assert {index: read for index, (read, _) in html.items()} == {0: "The", 1: "qiuck", 2: "fox.", 3: "Intro"}
     layout = Layout.of(
         "Clikc <b>here</b> and **very importnat** (**Note:**) [teh docs](u/v).", TokenizerWriting(ByT5Tokenizer())
     )
@@ -729,6 +747,7 @@ def test_the_shipped_speller_corrects_words_inside_markdown_and_html():
         "This is **very importnat** and must be raed.",
         "See [teh docs](https://example.com) for detials.",
         "Clikc <b>here</b> to downlaod the file.",
+        "<p>The <b>qiuck</b> brown fox.</p> <h2>Introdution</h2> <code>retrun x</code>",
         "~~The old methd~~ is no longer suported.",
         "Pass *args and **kwargs to the function.",
         "The page uses '''bold''' and ''italic'' text.",
@@ -737,8 +756,9 @@ def test_the_shipped_speller_corrects_words_inside_markdown_and_html():
         "This is **very important** and must be read.",
         "See [the docs](https://example.com) for details.",
         "Click <b>here</b> to download the file.",
+        "<p>The <b>quick</b> brown fox.</p> <h2>Introduction</h2> <code>retrun x</code>",
         "~~The old method~~ is no longer supported.",
-        *texts[4:],
+        *texts[5:],
     ]
     assert _shipped().correct(texts) == expected
 

@@ -7,27 +7,28 @@ seen, and it garbles the words that hold it. A corrector also has no business ch
 identifiers or the whitespace between words. ``Layout.of`` cuts a text into its words and the whitespace between
 them and sorts each word into one of three kinds:
 
-- kept: a word holding a digit, a URL, an e-mail address, an @handle or #tag, a path, a command-line flag, a
-  snake_case, CamelCase or dotted identifier, a lower-case letter before a capital (``iPhone``, ``eBay``), an
-  all-capital acronym, code punctuation, a roman numeral numbering an item (``(iv)``), a letter alone other than ``a``
-  and ``I`` (``x = y + z``, plan B) or a word of software no dictionary knows (``technical_words``: ``async``,
-  ``backend``, ``numpy``, commands and file formats such as ``postgres`` and ``csv``, with an s too: ``csvs``)
-  (``is_technical``), a word of current English no dictionary knows (``is_current_word``: ``noob``, ``chai``,
-  ``Connor``, regional words: ``brekkie``, ``idli``, and loanwords: ``tagine``, ``hanbok``), a unit or a sports
-  statistic's count after a number (``200 ml``, ``8 ast``: ``measurement_units``), the pronoun ``thee``
-  (``archaic_pronouns``), a symbol written twice in a row
-  (``A+++``), an address abbreviation beside a name or a number (``Oak Rd``, ``Hwy 9``: ``address_abbreviations``), a
-  greeting the model takes for a slip (``hey dan``: ``greetings``), both parts of a word broken by a hyphen at a line's
-  end (``infor- mation``: ``broken_words``; the model reads the word whole), a name within a sentence
-  (``is_name_within_sentence``: ``Matteo``), informal writing (``is_informal``: a chat abbreviation such as ``lol``,
-  ``idk``, ``thx``, an office abbreviation such as ``qty``, ``attn``, a colloquial spelling such as ``gimme``,
-  ``coulda``, ``y'all``, a dropped g such as ``sittin'``, the pronoun ``i`` in lower case, a double contraction such as
-  ``who'd've``, a letter said long such as ``sooo``), one word in quotes of its own (``the word "teh"``:
-  ``is_quoted_word``), the words of a code span between backticks (``code_spans``), the words of a quotation a check
-  says to keep (``Layout.of``'s ``quote_kept``: one in another language, ``"Bitte nicht stören"``), a token longer than
-  ``LONGEST_WORD`` (not read at all), a token of symbols alone (``#``, ``—``, ``->``), or a character the tokenizer
-  cannot write other than the typographic ones below. The model reads what the tokenizer can write of it (``cafe`` for
-  ``café``, nothing for ``→``) so that the sentence still reads as one; the word comes back exactly as written.
+- kept: a word holding a digit, a URL, an e-mail address, an @handle or #tag, a path, a command-line flag, a snake_case,
+  CamelCase or dotted identifier, a lower-case letter before a capital (``iPhone``, ``eBay``), an all-capital acronym,
+  code punctuation, a roman numeral numbering an item (``(iv)``), a letter alone other than ``a`` and ``I`` (``x = y +
+  z``, plan B) or a word of software no dictionary knows (``technical_words``: ``async``, ``backend``, ``numpy``,
+  commands and file formats such as ``postgres`` and ``csv``, with an s too: ``csvs``) (``is_technical``), a word of
+  current English no dictionary knows (``is_current_word``: ``noob``, ``chai``, ``Connor``, regional words: ``brekkie``,
+  ``idli``, and loanwords: ``tagine``, ``hanbok``), a unit or a sports statistic's count after a number (``200 ml``, ``8
+  ast``: ``measurement_units``), the pronoun ``thee`` (``archaic_pronouns``) and old verb forms (``goeth``, ``thou
+  sayest``: ``archaic_verbs``), a symbol written twice in a row (``A+++``), an address abbreviation beside a name or a
+  number (``Oak Rd``, ``Hwy 9``: ``address_abbreviations``), the shorthand of clinical notes where two or more of it
+  meet (``po bid prn``: ``clinical_abbreviations``), a greeting the model takes for a slip (``hey dan``: ``greetings``),
+  both parts of a word broken by a hyphen at a line's end (``infor- mation``: ``broken_words``; the model reads the word
+  whole), a name within a sentence (``is_name_within_sentence``: ``Matteo``), informal writing (``is_informal``: a chat
+  abbreviation such as ``lol``, ``idk``, ``thx``, an office abbreviation such as ``qty``, ``attn``, a colloquial
+  spelling such as ``gimme``, ``coulda``, ``y'all``, a dropped g such as ``sittin'``, the pronoun ``i`` in lower case, a
+  double contraction such as ``who'd've``, a letter said long such as ``sooo``), one word in quotes of its own (``the
+  word "teh"``: ``is_quoted_word``), the words of a code span between backticks (``code_spans``), the words of a
+  quotation a check says to keep (``Layout.of``'s ``quote_kept``: one in another language, ``"Bitte nicht stören"``), a
+  token longer than ``LONGEST_WORD`` (not read at all), a token of symbols alone (``#``, ``—``, ``->``), or a character
+  the tokenizer cannot write other than the typographic ones below. The model reads what the tokenizer can write of it
+  (``cafe`` for ``café``, nothing for ``→``) so that the sentence still reads as one; the word comes back exactly as
+  written.
 - mapped: a word whose only unwritable characters are typographic quotes, apostrophes, dashes or ellipses, or whose
   contraction is written with an acute accent or a backtick for its apostrophe (``isn´t``, ``it`s``). The model reads
   their plain forms (``it's`` for ``it’s``) and may correct the word; its word comes back with the typographic
@@ -257,13 +258,20 @@ def is_name_within_sentence(previous: str, word: str) -> bool:
 CHAT_ABBREVIATIONS = frozenset(
     "abt afaik afk asap atm bbl bc bday bf bff brb bruh btw convo cuz cya dm fml fomo ftw fwiw fyi gf gm gn gtg hbd "
     "hbu hi hmu hr hrs icymi idc idek idk ig iirc ik ikr ily imho imo irl istg jk kk lmao lmfao lmk lol luv mins msg "
-    "nbd ngl nm nsfw nvm ofc ok omfg omg oml omw ong pls plz pov ppl probs pw rly rn rofl secs smh sry sus tbd tbf "
-    "tbh tbsp thnx thx tks tmi tmr tmrw ttyl ty ur wbu wks wtf wyd yk ykwim yolo yrs yw".split()
+    "iykyk lfg nbd ngl nm nsfw nvm ofc ok omfg omg oml omw ong pls plz pov ppl probs pw rly rn rofl secs smh sry sus "
+    "tbd tbf tbh tbsp thnx thx tks tmi tmr tmrw ttyl ty ur wbu wks wtf wyd yk ykwim yolo yrs yw".split()
 )
 # abbreviations of letters and offices written without a period ("acct", "qty", "attn"; the speller wrote "act",
 # "port" for "ltr"), each more than one edit from any word symspellpy counts 20 million times ("eta" and "tel" are
 # also slips of "eat" and "tell": left out)
 OFFICE_ABBREVIATIONS = frozenset("approx assoc attn blvd encl etc excl fwd mgmt mgrs natl pkwy qty qtys wfh".split())
+# the shorthand of clinical notes and prescriptions, kept where a text holds two or more of them ("Take 1 tab po bid
+# prn", "Pt c/o SOB x3d, hx of HTN": the speller wrote "pron", "porn", "Put", "his"); alone each may be a slip of a
+# word ("po", "pt", "hx"), and is left to the model
+CLINICAL_ABBREVIATIONS = frozenset(
+    "abx afib bid bp c/o cbc copd cxr d/c ddx dx ekg f/u fx gerd gtt gtts h/o hpi htn hx nkda npo pmh po prn pt pts "
+    "qd qhs qid qod r/o rx s/p sob subq sx tid tx uri uti y/o".split()
+)
 # abbreviations of an address, kept capitalised beside a name or a number ("Oak Rd", "Hwy 9", "Cty Rd 12"; the speller
 # wrote "Oak Red", "City Red")
 ADDRESS_ABBREVIATIONS = frozenset("apt ave bldg blvd ct cty dr fl fwy hwy ln pkwy pl rd rte sq st ste".split())
@@ -370,6 +378,14 @@ def address_abbreviations(words: list[str]) -> set[int]:
         elif after and abbreviation(index + 1):
             found.update((index, index + 1))
     return found
+
+
+def clinical_abbreviations(words: list[str]) -> set[int]:
+    """The indices of ``words`` (whitespace-free) that are ``CLINICAL_ABBREVIATIONS`` (in any case), where two or more
+    different ones are in the text."""
+    found = {index: _AROUND.match(word).group(1).lower() for index, word in enumerate(words)}
+    found = {index: core for index, core in found.items() if core in CLINICAL_ABBREVIATIONS}
+    return set(found) if len(set(found.values())) >= 2 else set()
 
 
 def is_quoted_word(word: str) -> bool:
@@ -516,6 +532,47 @@ def archaic_pronouns(words: list[str]) -> set[int]:
     return found
 
 
+# verbs whose old forms in -eth and -est scripture, verse and quotations write ("goeth", "giveth", "thou sayest"; the
+# speller wrote "youth", "safest", "finest", "guest" for "goest")
+_OLD_VERBS = frozenset(
+    """
+    answer ask bear believe bind bless bow break bring build burn buy call cast come cry dance die do drink dwell eat
+    fall fear feel fight find fly follow forget forgive give go grow hate have hear help hide hold hope judge keep know
+    labour laugh lead learn leave lie live look lose love make mean meet mourn move need open pass pay perish play
+    please praise pray put reap read receive reign remain rest return rise rule run save say see seek sell send serve
+    set shine show shut sing sit sleep smite sow speak spend stand strike swear take taste teach tell think touch trust
+    try turn wait wake walk wander want watch weep win wish work write
+    """.split()
+)
+
+
+def archaic_verbs(words: list[str]) -> set[int]:
+    """The indices of ``words`` (whitespace-free) that are an old form of one of ``_OLD_VERBS``: in -eth or -th
+    anywhere ("goeth", "taketh", "seeth"), in -est or -st beside "thou" ("goest thou", "thou sayest", "seest thou")."""
+    cores = [_AROUND.match(word).group(1) for word in words]
+    found = set()
+    for index, core in enumerate(cores):
+        lower = core.lower()
+        if not core.isalpha() or not (core.islower() or core[1:].islower()):
+            continue
+        beside_thou = any(
+            0 <= other < len(cores) and cores[other].lower() == "thou" for other in (index - 1, index + 1)
+        )
+        for ending in ("eth", "th") + (("est", "st") if beside_thou else ()):
+            if lower.endswith(ending) and _old_verb(lower[: -len(ending)], short=len(ending) == 2):
+                found.add(index)
+    return found
+
+
+def _old_verb(stem: str, short: bool) -> bool:
+    """Whether ``stem``, what is left of a word without its -eth/-est (``short``: -th/-st, after a vowel), is one of
+    ``_OLD_VERBS``, whose final e or doubled consonant it may lack ("tak" of "taketh", "sitt" of "sittest")."""
+    if short:
+        return stem[-1:] in "aeiouy" and stem in _OLD_VERBS
+    doubled = len(stem) > 2 and stem[-1] == stem[-2] and stem[:-1] in _OLD_VERBS
+    return stem in _OLD_VERBS or stem + "e" in _OLD_VERBS or doubled
+
+
 # greetings the speller takes for a slip of another word ("hey dan," -> "they dan,", "yo dan," -> "you can,")
 _GREETINGS = {"hey": "they", "yo": "you"}
 
@@ -644,7 +701,7 @@ def barely_written(tokenizer) -> frozenset[str]:
 # docs](url)``, ``'''bold'''`` (the speller wrote ``''bold''``), ``<b>here</b>`` (a word in them was kept whole, its
 # typos unfixed, and the model read ``bhere/b``); underscores (``__init__``, ``_private``) and brackets that are no link
 # (``[sic]``, ``[x]``) are left alone
-_INLINE_TAGS = "b|i|u|s|em|strong|mark|del|ins|small"
+_INLINE_TAGS = "b|i|u|s|em|strong|mark|del|ins|small|p|li|h[1-6]|td|th|dt|dd|span|blockquote|cite|q"
 _MARKUP_OPENS = re.compile(
     rf"^((?:[(\"\u2018\u201c]|'(?!'))*)((?:\*{{1,3}}|~~|'{{2,5}}|\[|<(?:{_INLINE_TAGS})>)+)(?=[^\W\d_])"
 )
@@ -689,11 +746,14 @@ def _markup_closes(opening: str, closing: str) -> bool:
 def markup_spans(words: list[str]) -> dict[int, tuple[str, Markup]]:
     """Index of ``words`` (whitespace-free) -> (the word without its markup, the markup), for the words that open
     and close a span of Markdown emphasis, a Markdown link's text or an inline HTML tag (``**very importnat**``,
-    ``[teh docs](url)``, ``<b>here</b>``), matched as pairs within ``MAX_QUOTATION_WORDS`` words; an opening no
-    later word closes (``*args``) is no markup."""
+    ``[teh docs](url)``, ``<b>here</b>``, ``<p>Teh text.</p>``), matched as pairs within ``MAX_QUOTATION_WORDS``
+    words, a span inside another too; an opening no later word closes (``*args``) is no markup."""
     found: dict[int, tuple[str, Markup]] = {}
     index = 0
     while index < len(words):
+        if index in found:  # the closing word of a span that holds another (``<p>The <b>qiuck</b> fox.</p>``)
+            index += 1
+            continue
         opens = _MARKUP_OPENS.match(words[index])
         closed = None
         for end in range(index, min(len(words), index + MAX_QUOTATION_WORDS)) if opens else ():
@@ -714,7 +774,7 @@ def markup_spans(words: list[str]) -> dict[int, tuple[str, Markup]]:
             rest = words[index][opens.end() :]
             found[index] = (lead + rest, Markup(opening, "", len(lead), len(lead) + len(rest)))
             found[end] = (inner + trail, Markup("", closing, 0, len(inner)))
-        index = end + 1
+        index += 1
     return found
 
 
@@ -804,8 +864,10 @@ class Layout:
         kept.update(foreign_phrase_spans(words))
         kept.update(measurement_units(words))
         kept.update(archaic_pronouns(words))
+        kept.update(archaic_verbs(words))
         kept.update(greetings(words))
         kept.update(address_abbreviations(words))
+        kept.update(clinical_abbreviations(words))
         laid = [_word(token, writing, index in kept) for index, token in enumerate(words)]
         for index, (read, markup) in markup_spans(words).items():  # the model reads the word without its markup
             inner = _word(read, writing, index in kept)

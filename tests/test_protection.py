@@ -661,6 +661,7 @@ def test_the_shipped_speller_keeps_broken_words_units_thee_regional_words_and_lo
         "She wore a hanbok for Chuseok and sindoor at the wedding; we played shinty.",
         "Take 1 tab po bid prn for pain. Pt c/o SOB, hx of HTN.",
         "Whither goest thou? Pride goeth before a fall; thou sayest so. lfg!",
+        "Yalla habibi! My abuela and zayde did tai chi with their sifu.",
         "Thsi is importnat infor- mation about teh project.",
     ]
     expected = [*texts[:-1], "This is important infor- mation about the project."]
@@ -671,7 +672,18 @@ def test_loanwords_of_dishes_feasts_dress_and_sports_are_kept():
     """The shipped speller wrote "tagline" for "tagine", "mocha" for "mochi", "rending" for "rendang", "empanada" for
     "empanadas", "handbook" for "hanbok", "shiny" for "shinty", "coq au vine", "café au last", "arrow cool" for "arroz
     con pollo", "bank mi" for "banh mi" and "Him Kippur" for "Yom Kippur"."""
-    for word in ["tagine", "Mochi", "laksa", "rendang", "empanadas", "edamame", "za'atar", "hanbok", "Navratri"]:
+    for word in [
+        "tagine",
+        "Mochi",
+        "laksa",
+        "rendang",
+        "empanadas",
+        "za'atar",
+        "hanbok",
+        "Navratri",
+        "abuela",
+        "Merci",
+    ]:
         assert is_current_word(word), word
     assert not is_current_word("bao") and not is_current_word("matcha")  # one edit from "bag", "match"
     words = "We had coq au vin, Café au Lait and arroz con pollo; the banh mi was fine.".split()

@@ -184,6 +184,20 @@ def test_an_output_that_runs_on_gives_the_text_back():
     assert SpellingPipeline(SpellingSettings(protect=False), looping)([text])[0].endswith("hours hours hours.")
 
 
+def test_an_output_that_drops_most_words_gives_the_text_back():
+    """The shipped speller, reading a rule of 43 dashes, wrote "No Notice" and 131 dashes for a sentence of 25 words;
+    the words left of it were "A - Source Notice ---- This Source"."""
+    text = "Exhibit A - Source Code Form License Notice --- This Source Code Form is subject to the terms."
+    assert runaway(text, "No Notice " + "-" * 131) and not runaway(text, text.replace("Exhibit A - ", ""))
+    assert not runaway("teh cat sat", "the") and not runaway("a lot of teh time here, ok", "alot of the time here")
+
+    def collapsing(texts):
+        return [" ".join(t.split()[:3]) if len(t.split()) > 4 else t.replace("teh", "the") for t in texts]
+
+    protected = SpellingPipeline(SpellingSettings(keep_looped_texts=True), collapsing, tokenizer=ByT5Tokenizer())
+    assert protected([text, "teh end"]) == [text, "the end"]
+
+
 def test_the_dictionary_is_the_checkers():
     suggestions = {"staff": "staff", "satuff": "staff", "xyzzy": None}
     check = dictionary_checker(suggestions.get)

@@ -639,6 +639,11 @@ def test_units_after_a_number_the_pronoun_thee_and_runs_of_symbols_are_kept():
     assert archaic_pronouns("I thank thee for it, between thee and me, get thee! on thee table thee".split()) == {
         2, 6, 10, 14
     }  # fmt: skip
+    rule = Layout.of("Notice " + "-" * 43 + " Teh text =====", TokenizerWriting(ByT5Tokenizer()))
+    assert rule.model_text == "Notice --- Teh text ==="  # a rule of symbols read short (the model looped on it)
+    assert rule.assemble("Notice --- The text ===") == "Notice " + "-" * 43 + " The text ====="
+    signed = Layout.of("-----BEGIN PGP SIGNED MESSAGE----- Teh", TokenizerWriting(ByT5Tokenizer()))
+    assert signed.assemble("-----BEGIN PGP SIGNED MESSAGE--- The") == "-----BEGIN PGP SIGNED MESSAGE----- The"
     layout = Layout.of("Great seller A+++ and teh shipping!!", TokenizerWriting(ByT5Tokenizer()))
     assert [word.kind for word in layout.words] == [Kind.FREE, Kind.FREE, Kind.KEPT, Kind.FREE, Kind.FREE, Kind.FREE]
     for word in ["brekkie", "Idli", "rooibos", "paneer"]:  # words of the Englishes no dictionary knows
@@ -654,6 +659,7 @@ def test_the_shipped_speller_keeps_broken_words_units_thee_regional_words_and_lo
         "Add 200 ml of water, 3 yd of carpet and 5 mls daily.",
         "Shall I compare thee to a summer's day? I thank thee for it.",
         "Great seller A+++ and fast shipping!",
+        "Exhibit A - Source Code Form License Notice " + "-" * 43 + " This Source Code Form is subject to the terms.",
         "The steps are (i) clean, (ii) rinse, (iii) dry and (iv) store; he had 8 ast.",
         "We had brekkie, then idli and paneer with rooibos.",
         "The tagine is good; we had coq au vin, café au lait, laksa, rendang, mochi and empanadas.",

@@ -177,14 +177,22 @@ def _byte_order_mark(text: str) -> str:
 # ./25/ took about 5).")
 RUNAWAY_SLACK = 4  # letters (the spelling sets' references add at most 3 to a text)
 RUNAWAY_GROWTH = 0.25  # of the letters read
+# nor does it drop most of the words it reads: a loop on a run of symbols wrote "No Notice ----" (131 dashes) for a
+# sentence of 25 words
+COLLAPSE_WORDS = 8  # read, at least
+COLLAPSE_SHARE = 0.5  # of the words read, written at most
 
 
 def runaway(read: str, output: str) -> bool:
     """Whether ``output`` holds more letters than a correction of ``read`` can (the model ran on, repeating what
-    it read); with ``keep_looped_texts``, the text comes back as it was read (a loop also rewrites words it has
-    read: "aws" -> "laws", "lxde" -> "led")."""
+    it read), or, of a text of ``COLLAPSE_WORDS`` words or more, fewer than ``COLLAPSE_SHARE`` of its words; with
+    ``keep_looped_texts``, the text comes back as it was read (a loop also rewrites words it has read: "aws" ->
+    "laws", "lxde" -> "led")."""
     letters = len("".join(read.split()))
-    return len("".join(output.split())) > letters + max(RUNAWAY_SLACK, RUNAWAY_GROWTH * letters)
+    if len("".join(output.split())) > letters + max(RUNAWAY_SLACK, RUNAWAY_GROWTH * letters):
+        return True
+    words = len(read.split())
+    return words >= COLLAPSE_WORDS and len(output.split()) < COLLAPSE_SHARE * words
 
 
 @dataclass(frozen=True)

@@ -66,6 +66,7 @@ from pathlib import Path
 WHITESPACE = re.compile(r"(\s+)")
 _TRAILING_MARKS = re.compile(r"[.!?]{2,}$")
 _ANY_TRAILING_MARKS = re.compile(r"[.!?]*$")
+_TRAILING_DASHES = re.compile(r"-{2,}$")
 
 # typographic characters and the plain forms a tokenizer without them can write
 TYPOGRAPHIC = {
@@ -806,7 +807,11 @@ class Word:
 
 def _with_trailing_marks(written: str, output: str) -> str:
     """``output`` ending with ``written``'s run of two or more of ``. ! ?`` (``...``, ``?!``, ``!!``) where ``written``
-    ends with one: the shipped speller wrote ``..`` for every ``...``."""
+    ends with one, the shipped speller wrote ``..`` for every ``...``; and with its run of two or more dashes, where
+    the output ends with a dash too."""
+    dashes = _TRAILING_DASHES.search(written)
+    if dashes is not None and output.endswith("-"):  # "MESSAGE-----" had become "MESSAGE---"
+        return output.rstrip("-") + dashes.group()
     marks = _TRAILING_MARKS.search(written)
     if marks is None:
         return output
@@ -1016,6 +1021,9 @@ LONGEST_WORD = 64
 # a symbol written twice or more in a row, other than marks of prose a corrector may mend (``A+++``, ``:::``: the
 # speller wrote "A++")
 _SYMBOL_RUN = re.compile(r"([^\w\s.,!?'\"\u2019-])\1")
+# a character written four or more times in a row in a token of symbols alone (a rule of dashes or equals signs, a row
+# of stars): the model reads it three times (it read 43 dashes and wrote 131, dropping the sentence's words)
+_LONG_SYMBOL_RUN = re.compile(r"(.)\1{3,}", re.DOTALL)
 
 
 def _word(token: str, writing: TokenizerWriting, quoted: bool = False) -> Word:
@@ -1032,7 +1040,8 @@ def _word(token: str, writing: TokenizerWriting, quoted: bool = False) -> Word:
         or is_quoted_word(token)
         or symbols_alone
     ):
-        return Word(token, token if written else writing.stand_in(token), Kind.KEPT)
+        reads = _LONG_SYMBOL_RUN.sub(r"\1\1\1", token) if symbols_alone else token
+        return Word(token, reads if written else writing.stand_in(reads), Kind.KEPT)
     if _MARK_APOSTROPHE.search(token) and sum(token.count(mark) for mark in APOSTROPHE_MARKS) == 1:
         reads = "".join(APOSTROPHE_MARKS.get(character, character) for character in token)
         if writing.writes(reads):

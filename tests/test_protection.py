@@ -642,6 +642,9 @@ def test_units_after_a_number_the_pronoun_thee_and_runs_of_symbols_are_kept():
     rule = Layout.of("Notice " + "-" * 43 + " Teh text =====", TokenizerWriting(ByT5Tokenizer()))
     assert rule.model_text == "Notice --- Teh text ==="  # a rule of symbols read short (the model looped on it)
     assert rule.assemble("Notice --- The text ===") == "Notice " + "-" * 43 + " The text ====="
+    dashed = Layout.of("a progam--to be clear--was bad", TokenizerWriting(ByT5Tokenizer()))  # a plain-text dash
+    assert dashed.assemble("a program-to be clear-was bad") == "a program--to be clear--was bad"
+    assert dashed.assemble("a program to be clear-was bad") == "a program to be clear--was bad"
     signed = Layout.of("-----BEGIN PGP SIGNED MESSAGE----- Teh", TokenizerWriting(ByT5Tokenizer()))
     assert signed.assemble("-----BEGIN PGP SIGNED MESSAGE--- The") == "-----BEGIN PGP SIGNED MESSAGE----- The"
     layout = Layout.of("Great seller A+++ and teh shipping!!", TokenizerWriting(ByT5Tokenizer()))

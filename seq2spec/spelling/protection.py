@@ -801,6 +801,7 @@ class Word:
         if self.kind is Kind.MAPPED:
             return _map_back(self.text, output)
         output = _with_trailing_marks(self.reads if self.markup else self.text, output)
+        output = _with_inner_dashes(self.reads if self.markup else self.text, output)
         output = output.replace("'", apostrophe) if apostrophe else output
         return self.markup.around(self.reads, output) if self.markup else output
 
@@ -816,6 +817,21 @@ def _with_trailing_marks(written: str, output: str) -> str:
     if marks is None:
         return output
     return output[: len(output) - len(_ANY_TRAILING_MARKS.search(output).group())] + marks.group()
+
+
+def _with_inner_dashes(written: str, output: str) -> str:
+    """``output`` with ``written``'s runs of two or more dashes between letters (``program--to``, a dash of plain
+    text; the shipped speller wrote ``program-to``), where it has the same parts between its dashes."""
+    if not _INNER_DASHES.search(written):
+        return output
+    written_parts, output_parts = _DASHES.split(written), _DASHES.split(output)
+    if len(written_parts) != len(output_parts):
+        return output
+    return "".join(output_parts[index] if index % 2 == 0 else dashes for index, dashes in enumerate(written_parts))
+
+
+_INNER_DASHES = re.compile(r"\w--+\w")
+_DASHES = re.compile(r"(-+)")
 
 
 # the characters a mapped word is read without, their plain forms, and those forms as they occur in an output

@@ -153,6 +153,17 @@ def test_a_name_made_into_a_distant_dictionary_word_comes_back():
     assert keep_dictionary_words("Siobhan is", "Song is", known) == "Song is"  # names only with unknown=True
 
 
+def test_a_word_made_into_a_distant_dictionary_word_comes_back():
+    """The speller wrote "court" for "cohort", "More" for "Mr" and "is" for "from"; a real-word error one edit from
+    its word is still the model's to fix ("form" -> "from"), and so are words split or merged."""
+    known = (WORDS | {"cohort", "court", "mr", "more", "from", "form", "is", "a", "lot"}).__contains__
+    assert keep_dictionary_words("The cohort was large", "The court was large", known) == "The cohort was large"
+    assert keep_dictionary_words("ask Mr Smith", "ask More Smith", known) == "ask Mr Smith"
+    assert keep_dictionary_words("it came form here", "it came from here", known) == "it came from here"
+    assert keep_dictionary_words("alot of it", "a lot of it", known) == "a lot of it"  # a split fixes a non-word
+    assert keep_dictionary_words("The cohort", "The court", known, dictionary=False) == "The court"
+
+
 def test_word_groups_line_up_splits_and_merges():
     assert word_groups(["wit", "aws", "s3", "cp"], ["with", "laws3", "cup"]) == [
         ((0, 1), (0, 1)),

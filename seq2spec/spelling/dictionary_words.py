@@ -226,12 +226,17 @@ WORD_EDITS = 2
 
 def _word_made_another(written: list[str], made: list[str]) -> bool:
     """Whether one word of letters alone was made into another ``WORD_EDITS`` or more edits away."""
+    pair = _one_for_one(written, made)
+    if pair is None or not (pair[0].isalpha() and pair[1].isalpha()) or pair[0] == pair[1]:
+        return False
+    return _edit_distance("DAMERAU_OSA")(*pair, WORD_EDITS - 1) < 0
+
+
+def _one_for_one(written: list[str], made: list[str]) -> tuple[str, str] | None:
+    """The cores of one word written and the one word made of it, in lower case; None for other groups."""
     if len(written) != 1 or len(made) != 1:
-        return False
-    source, output = (WORD_CORE.match(word).group(1).lower() for word in (written[0], made[0]))
-    if not (source.isalpha() and output.isalpha()) or source == output:
-        return False
-    return _edit_distance("DAMERAU_OSA")(source, output, WORD_EDITS - 1) < 0
+        return None
+    return WORD_CORE.match(written[0]).group(1).lower(), WORD_CORE.match(made[0]).group(1).lower()
 
 
 # a capitalised word no dictionary knows (a name) that a corrector made into a dictionary word this many edits away or
@@ -242,10 +247,10 @@ NAME_EDITS = 3
 
 def _name_made_a_word(written: list[str], made: list[str]) -> bool:
     """Whether one capitalised word was made into one dictionary word ``NAME_EDITS`` or more edits away."""
-    if len(written) != 1 or len(made) != 1 or not written[0][:1].isupper():
+    pair = _one_for_one(written, made)
+    if pair is None or not written[0][:1].isupper():
         return False
-    source, output = (WORD_CORE.match(word).group(1).lower() for word in (written[0], made[0]))
-    return _edit_distance("DAMERAU_OSA")(source, output, NAME_EDITS - 1) < 0
+    return _edit_distance("DAMERAU_OSA")(*pair, NAME_EDITS - 1) < 0
 
 
 @cache

@@ -384,9 +384,9 @@ def address_abbreviations(words: list[str]) -> set[int]:
 def clinical_abbreviations(words: list[str]) -> set[int]:
     """The indices of ``words`` (whitespace-free) that are ``CLINICAL_ABBREVIATIONS`` (in any case), where two or more
     different ones are in the text."""
-    found = {index: _AROUND.match(word).group(1).lower() for index, word in enumerate(words)}
-    found = {index: core for index, core in found.items() if core in CLINICAL_ABBREVIATIONS}
-    return set(found) if len(set(found.values())) >= 2 else set()
+    cores = [_AROUND.match(word).group(1).lower() for word in words]
+    found = {index for index, core in enumerate(cores) if core in CLINICAL_ABBREVIATIONS}
+    return found if len({cores[index] for index in found}) >= 2 else set()
 
 
 def is_quoted_word(word: str) -> bool:

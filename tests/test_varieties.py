@@ -76,4 +76,8 @@ def test_the_shipped_speller_keeps_british_spellings():
     speculator = Seq2SeqSpeculator()
     assert speculator.correct(texts) == expected
     plain = speculator.correct(texts, keep_spelling_varieties=False)
-    assert all(p != e for p, e in zip(plain, expected, strict=True))  # without the step, each is rewritten
+    assert all(p != e for p, e in zip(plain[:3], expected[:3], strict=True))  # without the step, each is rewritten
+    # "amongst" -> "among" is two edits: keep_dictionary_words gives it back too (WORD_EDITS)
+    assert speculator.correct(texts[3:], keep_spelling_varieties=False, keep_dictionary_words=False) == [
+        "The book was hidden among the papers."
+    ]

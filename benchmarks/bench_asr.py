@@ -7,7 +7,8 @@ pass (warm-up, outputs, decoder calls, statistics):
 - ``seq2spec per-row`` / ``seq2spec batch-min`` / ``seq2spec per-row fixed``: the distilled draft, per-row
   acceptance or the batch-minimum rollback, adaptive or fixed draft length (``--skip-methods`` leaves some out);
   on a CUDA device also ``seq2spec per-row, no CUDA graphs``: the draft's lean step run eagerly
-  (``draft_cuda_graphs=False``);
+  (``draft_cuda_graphs=False``), and ``seq2spec per-row, transformers' forward``: the big model's verification
+  forwards through transformers instead of seq2spec's bit-exact mirror (``exact_big_forward=False``);
 - ``faster-whisper int8`` / ``float32``: CTranslate2 greedy (beam 1, no VAD, no temperature fallback, no
   conditioning on previous text) on the same base weights, file by file, when ``faster-whisper`` is installed;
 - ``hf pipeline, chunked``: long form only, transformers' speech-recognition pipeline on the same model with its
@@ -292,6 +293,10 @@ def bench(args, failures: dict[str, str]) -> list[Row]:
         if device.type == "cuda":  # what the draft's CUDA graphs save
             variants["seq2spec per-row, no CUDA graphs"] = Seq2SeqSpeculator(
                 big, draft, processor, draft_cuda_graphs=False, **confidence
+            )
+            # what the bit-exact mirror of the big model's verification forward saves (seq2spec.decoding.exact_whisper)
+            variants["seq2spec per-row, transformers' forward"] = Seq2SeqSpeculator(
+                big, draft, processor, exact_big_forward=False, **confidence
             )
         if full_vocabulary_draft is not None:
             variants["seq2spec per-row, draft scoring all tokens"] = Seq2SeqSpeculator(

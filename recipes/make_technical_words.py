@@ -23,8 +23,15 @@ recorded misspelling and not in the list above:
   indexes of ``https://deb.debian.org/debian/dists/bookworm/main/``) that English text writes at all (wordfreq's Zipf
   frequency at least ``--min-command-zipf``, 1.5: "scp", "chown", "sed"; not "ftdump"), or whose name has at least
   ``--long-command-letters`` (7: "lockfile", "journalctl");
+- the names of the C library's functions and the system calls that ``manpages-dev`` documents (its section 2 and 3
+  pages in the same indexes; wordfreq counts most of them too rarely for the rule above): "strlen", "memcpy",
+  "strcpy" (the speller wrote "stolen", "stripy");
 - the file extensions of ``/etc/mime.types`` ("csv", "svg", "webp");
-- words that descriptions write in capitals (``--min-descriptions`` of them: "TOML", "CSV", "README").
+- words that descriptions write in capitals (``--min-descriptions`` of them: "TOML", "CSV", "README");
+- ``recipes/data/programming_words.txt``, words of programming written for seq2spec ("dereference", "memoize",
+  "upsert", "dicts", "eslint"; the speller wrote "deference", "memorize", "upset", "dicks", "silent"), under the
+  rule of seq2spec's other written lists instead of the frequency gap below: one edit from a word symspellpy counts
+  20 million times or more ("const": "cost"), it is kept only beside another technical word.
 
 A word of these that a writer may mean as another word goes to the second list, kept only beside another technical
 word: one whose commonest neighbour one edit away is more than ``--max-neighbour-gap`` Zipf more frequent ("sed" of
@@ -55,11 +62,16 @@ from seq2spec.spelling.protection import TECHNICAL_WORDS_IN_CONTEXT_PATH, TECHNI
 
 # misspellings in the descriptions that codespell does not record, found by reading the list
 DESCRIPTION_TYPOS = frozenset({"cammon", "geografic", "llibrary", "manipulaing", "recurseively"})
+FREQUENT_COUNT = 20_000_000  # a written word one edit from a word symspellpy counts this often is kept in context
 COMMON_WORDS = 1000  # the most frequent words of symspellpy's dictionary a three-letter word must not be one edit from
 _WORD = re.compile(r"^[\"'(\[]*([a-z]{3,})[\"')\],.;:!?]*$")
 _CAPITALS = re.compile(r"^[\"'(\[]*([A-Z]{3,})[\"')\],.;:!?]*$")
 # a command's path in a Contents index: "usr/bin/jq   utils/jq", "usr/lib/postgresql/15/bin/postgres   database/..."
 _COMMAND = re.compile(r"^(?:\S*/)?(?:s?bin|games)/([a-z]{3,})\s")
+# a C library function's or system call's page in a Contents index: "usr/share/man/man3/strlen.3.gz   doc/manpages-dev"
+_MAN_PAGE = re.compile(r"^usr/share/man/man[23]/([a-z]{3,})\.[23]\.gz\s+(\S+)$")
+MAN_PAGES_PACKAGE = "doc/manpages-dev"
+PROGRAMMING_WORDS = Path(__file__).resolve().parent / "data" / "programming_words.txt"
 
 
 def package_descriptions(lists: Path) -> list[str]:
@@ -106,6 +118,25 @@ def command_names(contents: list[Path]) -> set[str]:
     return names
 
 
+def man_page_names(contents: list[Path], package: str = MAN_PAGES_PACKAGE) -> set[str]:
+    """The names of three or more lower-case letters of the section 2 and 3 pages ``package`` installs, in Debian's
+    ``Contents-*.gz`` indexes."""
+    names = set()
+    for path in contents:
+        with gzip.open(path, "rt", encoding="utf-8", errors="replace") as lines:
+            for line in lines:
+                match = _MAN_PAGE.match(line.rstrip("\n"))
+                if match and package in match.group(2).split(","):
+                    names.add(match.group(1))
+    return names
+
+
+def written_words(path: Path) -> set[str]:
+    """The words of a word list written for seq2spec (whitespace-separated, ``#`` starts a comment line)."""
+    lines = path.read_text(encoding="utf-8").splitlines()
+    return {word for line in lines if not line.startswith("#") for word in line.split()}
+
+
 def file_extensions(mime_types: Path) -> set[str]:
     """The file extensions of three or more lower-case letters in a ``mime.types`` file."""
     extensions = set()
@@ -122,12 +153,17 @@ def words_by_context(
     min_command_zipf: float,
     long_command_letters: int,
     max_neighbour_gap: float,
+    programming: set[str] = frozenset(),
 ) -> tuple[list[str], list[str]]:
-    """The words of the module docstring's second rule among ``commands`` and ``others`` (extensions, words in
-    capitals) that ``listed`` leaves out: those kept anywhere and those kept beside another technical word, each
-    sorted."""
+    """The words of the module docstring's second rule among ``commands``, ``others`` (extensions, words in
+    capitals, C functions) and ``programming`` (the written words) that ``listed`` leaves out: those kept anywhere
+    and those kept beside another technical word, each sorted. A written word goes in context only when it is one
+    edit from a word symspellpy counts ``FREQUENT_COUNT`` times or more, the rule of seq2spec's other written lists
+    ("memoize" is kept anywhere, "const" beside code: "cost"), unless the frequency rule puts it there."""
     from make_current_words import one_edit_away
     from wordfreq import zipf_frequency
+
+    from seq2spec.spelling.classical import word_counts
 
     def zipf(word: str) -> float:
         return zipf_frequency(word, "en", wordlist="large")
@@ -135,14 +171,19 @@ def words_by_context(
     is_word = dictionary_checker()
     misspellings = _misspellings()
     near_common = _near_common_word()
+    counts = word_counts()
     written = {word for word in commands if len(word) >= long_command_letters or zipf(word) >= min_command_zipf}
     candidates = written | others
     anywhere, in_context = [], []
-    for word in sorted(candidates - listed):
+    for word in sorted((candidates | programming) - listed):
         if is_word(word) or word in misspellings:
             continue
-        gap = max((zipf(other) for other in one_edit_away(word)), default=0.0) - zipf(word)
-        (in_context if near_common(word) or gap > max_neighbour_gap else anywhere).append(word)
+        neighbours = one_edit_away(word)
+        gap = max((zipf(other) for other in neighbours), default=0.0) - zipf(word)
+        slip = near_common(word) or (word in candidates and gap > max_neighbour_gap)
+        if word in programming and word not in candidates:
+            slip = near_common(word) or any(counts.get(other, 0) >= FREQUENT_COUNT for other in neighbours)
+        (in_context if slip else anywhere).append(word)
     return anywhere, in_context
 
 
@@ -173,13 +214,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--min-descriptions", type=int, default=3)
     parser.add_argument("--contents", type=Path, nargs="+", required=True, help="Debian's Contents-*.gz indexes")
     parser.add_argument("--mime-types", type=Path, default=Path("/etc/mime.types"))
+    parser.add_argument("--programming-words", type=Path, default=PROGRAMMING_WORDS)
     parser.add_argument("--min-command-zipf", type=float, default=1.5)
     parser.add_argument("--long-command-letters", type=int, default=7)
     parser.add_argument("--max-neighbour-gap", type=float, default=2.0)
     parser.add_argument("--out", type=Path, default=TECHNICAL_WORDS_PATH)
     parser.add_argument("--out-in-context", type=Path, default=TECHNICAL_WORDS_IN_CONTEXT_PATH)
     args = parser.parse_args(argv)
-    for path in [*args.contents, args.mime_types]:
+    for path in [*args.contents, args.mime_types, args.programming_words]:
         if not path.is_file():
             raise SystemExit(f"{path} not found (see the usage in {__file__})")
     descriptions = package_descriptions(args.lists)
@@ -187,22 +229,24 @@ def main(argv: list[str] | None = None) -> int:
     capitals = written_in(descriptions, _CAPITALS, args.min_descriptions)
     anywhere, in_context = words_by_context(
         command_names(args.contents),
-        file_extensions(args.mime_types) | capitals,
+        file_extensions(args.mime_types) | capitals | man_page_names(args.contents),
         set(described),
         args.min_command_zipf,
         args.long_command_letters,
         args.max_neighbour_gap,
+        written_words(args.programming_words),
     )
     words = sorted([*described, *anywhere])
     header = (
         f"# lower-case words of software no English dictionary knows: {len(described)} words of {len(descriptions)} "
-        f"Debian package descriptions and {len(anywhere)} names of commands, file extensions and words descriptions "
-        "write in capitals (recipes/make_technical_words.py)\n"
+        f"Debian package descriptions and {len(anywhere)} names of commands, C functions and system calls, file "
+        "extensions, words descriptions write in capitals and words of programming (recipes/make_technical_words.py)\n"
     )
     args.out.write_text(header + "\n".join(words) + "\n", encoding="utf-8")
     header = (
-        f"# {len(in_context)} names of commands, file extensions and words descriptions write in capitals that a "
-        "writer may mean as another word, kept beside another technical word (recipes/make_technical_words.py)\n"
+        f"# {len(in_context)} names of commands, C functions and system calls, file extensions, words descriptions "
+        "write in capitals and words of programming that a writer may mean as another word, kept beside another "
+        "technical word (recipes/make_technical_words.py)\n"
     )
     args.out_in_context.write_text(header + "\n".join(in_context) + "\n", encoding="utf-8")
     print(f"{len(words)} words -> {args.out}, {len(in_context)} -> {args.out_in_context}")

@@ -82,3 +82,47 @@ def test_the_shipped_list_in_context_is_the_recipes_rule():
     lines = TECHNICAL_WORDS_IN_CONTEXT_PATH.read_text(encoding="utf-8").splitlines()
     assert lines[0].startswith("#") and lines[1:] == sorted(words)
     assert not words & technical_words()
+
+
+def test_c_function_names_come_from_the_man_pages_of_manpages_dev(tmp_path):
+    contents = tmp_path / "Contents-all.gz"
+    lines = [
+        "usr/share/man/man3/strlen.3.gz    doc/manpages-dev",
+        "usr/share/man/man2/epoll_wait.2.gz    doc/manpages-dev",  # no word
+        "usr/share/man/man2/fsync.2.gz    doc/manpages-dev,doc/other-doc",
+        "usr/share/man/man3/xcb_connect.3.gz    doc/libxcb-doc",  # another library's
+        "usr/share/man/man3/lapack.3.gz    doc/liblapack-doc",  # another package
+        "usr/share/man/man1/grep.1.gz    utils/grep",  # a command's page, not a function's
+        "usr/share/man/man3/memcpy.3.gz    doc/manpages-dev",
+    ]
+    with gzip.open(contents, "wt", encoding="utf-8") as file:
+        file.write("\n".join(lines) + "\n")
+    assert make_technical_words.man_page_names([contents]) == {"strlen", "fsync", "memcpy"}
+
+
+def test_written_words_skip_comment_lines(tmp_path):
+    path = tmp_path / "words.txt"
+    path.write_text("# a comment: not words\nmemoize upsert\n  dicts\n\n")
+    assert make_technical_words.written_words(path) == {"memoize", "upsert", "dicts"}
+
+
+def test_the_programming_words_reach_the_shipped_lists():
+    words = make_technical_words.written_words(make_technical_words.PROGRAMMING_WORDS)
+    shipped = technical_words() | technical_words_in_context()
+    # each is in a list, a word of the dictionaries, or one the recipe's rules leave out ("readme" is listed already)
+    assert {"dereference", "nullptr", "constexpr", "memoize", "upsert", "dicts", "eslint"} <= shipped
+    assert len(words & shipped) > 300
+    assert {"strlen", "memcpy", "getenv"} <= shipped  # manpages-dev's C functions
+
+
+def test_written_programming_words_go_in_context_only_beside_a_frequent_word(monkeypatch):
+    fake = types.ModuleType("wordfreq")
+    fake.zipf_frequency = lambda word, language, wordlist: {"memorize": 3.3, "upset": 4.0, "cost": 5.3}.get(word, 0.0)
+    monkeypatch.setitem(sys.modules, "wordfreq", fake)
+    monkeypatch.setattr(make_technical_words, "_misspellings", lambda: {"alot"})
+    programming = {"memoize", "const", "numpy", "alot", "set", "upsert"}
+    anywhere, in_context = make_technical_words.words_by_context(set(), set(), {"numpy"}, 1.5, 7, 2.0, programming)
+    # the frequency gap would keep neither "memoize" nor "upsert" anywhere ("memorize" and "upset" are more than 2
+    # Zipf above them); a written word is kept anywhere unless one edit from a word symspellpy counts 20 million
+    # times or more ("const": "cost"); a listed word, a misspelling and a dictionary word are left out
+    assert anywhere == ["memoize", "upsert"] and in_context == ["const"]

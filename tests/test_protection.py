@@ -495,6 +495,28 @@ def test_commands_and_file_formats_are_kept_as_written():
     assert technical_in_context("At the env of May 2024 NASA said".split()) == set()
 
 
+def test_words_of_programming_and_c_functions_are_kept_as_written():
+    """The shipped speller wrote "deference" for "dereference", "memorize" for "memoize", "upset" for "upsert",
+    "dicks" for "dicts", "silent" for "eslint" and "stolen" for "strlen"."""
+    for word in ["dereference", "memoize", "upsert", "dicts", "eslint", "nullptr", "constexpr", "memcpy", "getenv"]:
+        assert is_technical(word), word
+    # one edit from a word written 20 million times or more: kept beside another technical word only
+    assert not is_technical("const") and not is_technical("strlen")
+    assert technical_in_context("Call strlen on the buffer before memcpy.".split()) == {1}
+    assert technical_in_context("Mark it const in the header.".split()) == set()
+
+
+@needs_weights
+def test_the_shipped_speller_keeps_words_of_programming():
+    texts = [
+        "You have to dereference the pointer before you memoize the result.",
+        "The upsert goes through eslint and the dicts are sorted.",
+        "Call strlen on the buffer before memcpy, and teh rest is fine.",
+    ]
+    expected = [*texts[:2], "Call strlen on the buffer before memcpy, and the rest is fine."]
+    assert _shipped().correct(texts) == expected
+
+
 def test_code_spans_are_kept_as_written():
     """The shipped speller wrote "`git checkout main`" for "`git chekout main`", "`nom run build`" for "`npm run
     biuld`" and dropped "Try `curl" from a command in backticks."""

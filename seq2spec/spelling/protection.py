@@ -125,8 +125,9 @@ _ROMAN_ITEM = re.compile(r"^\(?(?=[ivx])x{0,3}(?:ix|iv|v?i{0,3})\)[.,;:]?$")
 
 
 # Lower-case words of software that no English dictionary knows ("async", "backend", "redis", "numpy", "codec",
-# "postgres", "csv"): the speller made a third of them into dictionary words ("sync", "backed", "reds", "bumpy", "code",
-# "postures", "csc"). Built from Debian's package descriptions and index of files and from mime.types by
+# "postgres", "csv", "strlen", "memoize"): the speller made a third of them into dictionary words ("sync", "backed",
+# "reds", "bumpy", "code", "postures", "csc", "stolen", "memorize"). Built from Debian's package descriptions, its
+# index of files (commands, the C library's manual pages), mime.types and a list of words of programming by
 # recipes/make_technical_words.py.
 TECHNICAL_WORDS_PATH = Path(__file__).resolve().parent.parent / "assets" / "technical_words.txt"
 # Such words that a writer may mean as another word ("sed" of "set", "env" of "end", "chown" of "shown", "thd" of

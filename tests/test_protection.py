@@ -33,10 +33,12 @@ from seq2spec.spelling.protection import (
     is_informal,
     is_lengthened,
     is_name_within_sentence,
+    is_place_name,
     is_quoted_word,
     is_technical,
     markup_spans,
     measurement_units,
+    place_name_spans,
     quotation_text,
     quotations,
     technical_in_context,
@@ -514,6 +516,30 @@ def test_the_shipped_speller_keeps_words_of_programming():
         "Call strlen on the buffer before memcpy, and teh rest is fine.",
     ]
     expected = [*texts[:2], "Call strlen on the buffer before memcpy, and the rest is fine."]
+    assert _shipped().correct(texts) == expected
+
+
+def test_names_of_places_are_kept_as_written():
+    """The shipped speller wrote "Symbol" for "Yambol", "Chuck" for "Chuuk", "Passerine" for "Kasserine", "Tallin" for
+    "Tallinn", "Burkina Fast" and "La Pay"."""
+    for word in ["Yambol", "Chuuk,", "(Kasserine)", "Tallinn.", "Asuncion", "Asunción"]:
+        assert is_place_name(word), word
+    # in lower case, or one edit from a frequent word ("Mie": "me"), a name is no longer kept
+    for word in ["yambol", "Mie", "Nice", "Faso", "Paz"]:
+        assert not is_place_name(word), word
+    spans = place_name_spans("We flew to Burkina Faso, then la paz and Dar es Salaam.".split())
+    assert spans == {3, 4, 6, 7, 9, 10, 11}
+    assert place_name_spans("It was so fast, a real paz.".split()) == set()
+
+
+@needs_weights
+def test_the_shipped_speller_keeps_names_of_places():
+    texts = [
+        "My cousin lives in Yambol now, near the border.",
+        "We flew to Burkina Faso and then to La Paz.",
+        "The ferry from Chuuk to Kasserine was teh longest.",
+    ]
+    expected = [*texts[:2], "The ferry from Chuuk to Kasserine was the longest."]
     assert _shipped().correct(texts) == expected
 
 

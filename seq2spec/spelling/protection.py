@@ -13,7 +13,8 @@ them and sorts each word into one of three kinds:
   z``, plan B) or a word of software no dictionary knows (``technical_words``: ``async``, ``backend``, ``numpy``,
   commands and file formats such as ``postgres`` and ``csv``, with an s too: ``csvs``) (``is_technical``), a word of
   current English no dictionary knows (``is_current_word``: ``noob``, ``chai``, ``Connor``, regional words: ``brekkie``,
-  ``idli``, and loanwords: ``tagine``, ``hanbok``), a unit or a sports statistic's count after a number (``200 ml``, ``8
+  ``idli``, and loanwords: ``tagine``, ``hanbok``), a place's name (``is_place_name``: ``Yambol``, and of several words:
+  ``La Paz``, ``place_name_spans``), a unit or a sports statistic's count after a number (``200 ml``, ``8
   ast``: ``measurement_units``), the pronoun ``thee`` (``archaic_pronouns``) and old verb forms (``goeth``, ``thou
   sayest``: ``archaic_verbs``), a symbol written twice in a row (``A+++``), an address abbreviation beside a name or a
   number (``Oak Rd``, ``Hwy 9``: ``address_abbreviations``), the shorthand of clinical notes where two or more of it
@@ -472,17 +473,60 @@ def foreign_phrase_spans(words: list[str]) -> set[int]:
     "bona fide,", "Déjà vu", "hors d'oeuvres"; ``FOREIGN_PHRASES_PATH``), matched word by word with case, accents,
     apostrophes' shapes and the punctuation around each word ignored, and of a capitalised word right before "et al."
     (a name; "Files, et al." ends a list)."""
-    phrases = _foreign_phrases()
-    plain = [_plain_word(word) for word in words]
     found: set[int] = set()
+    for start, phrase in _phrases_in(words, _foreign_phrases()):
+        found.update(range(start, start + len(phrase)))
+        if phrase == _ET_AL and start and words[start - 1][:1].isupper() and words[start - 1][-1:].isalpha():
+            found.add(start - 1)  # the author cited: "Drepper et al." (the speller wrote "Dropper")
+    return found
+
+
+def _phrases_in(words: list[str], phrases: dict[str, tuple[tuple[str, ...], ...]]) -> list[tuple[int, tuple[str, ...]]]:
+    """Where each phrase of ``phrases`` (plain words, by their first word, longest first) starts in ``words``, and
+    which: the longest that starts at a word."""
+    plain = [_plain_word(word) for word in words]
+    found = []
     for start, first in enumerate(plain):
         for phrase in phrases.get(first, ()):
             if tuple(plain[start : start + len(phrase)]) == phrase:
-                found.update(range(start, start + len(phrase)))
-                if phrase == _ET_AL and start and words[start - 1][:1].isupper() and words[start - 1][-1:].isalpha():
-                    found.add(start - 1)  # the author cited: "Drepper et al." (the speller wrote "Dropper")
+                found.append((start, phrase))
                 break
     return found
+
+
+# Names of countries, provinces, regions and cities that no dictionary knows ("Yambol", "Chuuk", "Kasserine", "Burkina
+# Faso", "La Paz", "Dar es Salaam"; the speller wrote "Symbol", "Chuck", "Passerine", "Burkina Fast", "La Pay", "Car es
+# Salaam"), from iso-codes' ISO 3166 lists and tzdata's zones by recipes/make_place_names.py: a name of one word kept
+# where it is capitalised, one of several kept whole.
+PLACE_NAMES_PATH = Path(__file__).resolve().parent.parent / "assets" / "place_names.txt"
+
+
+@cache
+def _place_names() -> tuple[frozenset[str], dict[str, tuple[tuple[str, ...], ...]]]:
+    """The names of ``PLACE_NAMES_PATH`` as plain words: those of one word, and those of several by their first word,
+    longest first."""
+    single, by_first = set(), {}
+    for name in word_list(PLACE_NAMES_PATH):
+        words = tuple(_plain_word(word) for word in name.split())
+        if len(words) == 1:
+            single.add(words[0])
+        else:
+            by_first.setdefault(words[0], []).append(words)
+    return frozenset(single), {first: tuple(sorted(found, key=len, reverse=True)) for first, found in by_first.items()}
+
+
+def is_place_name(word: str) -> bool:
+    """Whether a word (whitespace-free) is capitalised and a place name of one word (``PLACE_NAMES_PATH``)."""
+    core = _AROUND.match(word).group(1)
+    return core[:1].isupper() and _plain_word(core) in _place_names()[0]
+
+
+def place_name_spans(words: list[str]) -> set[int]:
+    """The indices of ``words`` (whitespace-free) inside a place name of several words (``PLACE_NAMES_PATH``), matched
+    as foreign phrases are."""
+    return {
+        index for start, phrase in _phrases_in(words, _place_names()[1]) for index in range(start, start + len(phrase))
+    }
 
 
 _ET_AL = ("et", "al")
@@ -884,6 +928,7 @@ class Layout:
         kept.update(index for index in range(1, len(words)) if is_name_within_sentence(words[index - 1], words[index]))
         kept.update(code_spans(words))
         kept.update(foreign_phrase_spans(words))
+        kept.update(place_name_spans(words))
         kept.update(measurement_units(words))
         kept.update(archaic_pronouns(words))
         kept.update(archaic_verbs(words))
@@ -1054,6 +1099,7 @@ def _word(token: str, writing: TokenizerWriting, quoted: bool = False) -> Word:
         or is_technical(token)
         or is_informal(token)
         or is_current_word(token)
+        or is_place_name(token)
         or is_quoted_word(token)
         or symbols_alone
     ):

@@ -34,3 +34,6 @@ def test_the_shipped_list_is_the_recipes_rule():
     names = word_list(PLACE_NAMES_PATH)
     assert len(names) > 2000 and {"Yambol", "Chuuk", "Burkina Faso", "La Paz", "Dar es Salaam", "Tallinn"} <= names
     assert not {"Mie", "Fier", "Nice", "Male"} & names
+    assert make_place_names.place_names(set(names)) == sorted(
+        names, key=lambda name: (make_place_names.plain(name).lower(), name)
+    )

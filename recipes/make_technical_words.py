@@ -157,9 +157,9 @@ def words_by_context(
 ) -> tuple[list[str], list[str]]:
     """The words of the module docstring's second rule among ``commands``, ``others`` (extensions, words in
     capitals, C functions) and ``programming`` (the written words) that ``listed`` leaves out: those kept anywhere
-    and those kept beside another technical word, each sorted. A written word goes in context only when it is one
-    edit from a word symspellpy counts ``FREQUENT_COUNT`` times or more, the rule of seq2spec's other written lists
-    ("memoize" is kept anywhere, "const" beside code: "cost"), unless the frequency rule puts it there."""
+    and those kept beside another technical word, each sorted. A written word no other source gives goes in context
+    only when it is one edit from a word symspellpy counts ``FREQUENT_COUNT`` times or more, the rule of seq2spec's
+    other written lists ("memoize" is kept anywhere, "const" beside code: "cost"); the others by the frequency gap."""
     from make_current_words import one_edit_away
     from wordfreq import zipf_frequency
 
@@ -179,11 +179,11 @@ def words_by_context(
         if is_word(word) or word in misspellings:
             continue
         neighbours = one_edit_away(word)
-        gap = max((zipf(other) for other in neighbours), default=0.0) - zipf(word)
-        slip = near_common(word) or (word in candidates and gap > max_neighbour_gap)
-        if word in programming and word not in candidates:
-            slip = near_common(word) or any(counts.get(other, 0) >= FREQUENT_COUNT for other in neighbours)
-        (in_context if slip else anywhere).append(word)
+        if word in candidates:
+            slip = max((zipf(other) for other in neighbours), default=0.0) - zipf(word) > max_neighbour_gap
+        else:  # a written word alone
+            slip = any(counts.get(other, 0) >= FREQUENT_COUNT for other in neighbours)
+        (in_context if near_common(word) or slip else anywhere).append(word)
     return anywhere, in_context
 
 

@@ -494,10 +494,10 @@ def _phrases_in(words: list[str], phrases: dict[str, tuple[tuple[str, ...], ...]
     return found
 
 
-# Names of countries, provinces, regions and cities that no dictionary knows ("Yambol", "Chuuk", "Kasserine", "Burkina
-# Faso", "La Paz", "Dar es Salaam"; the speller wrote "Symbol", "Chuck", "Passerine", "Burkina Fast", "La Pay", "Car es
-# Salaam"), from iso-codes' ISO 3166 lists and tzdata's zones by recipes/make_place_names.py: a name of one word kept
-# where it is capitalised, one of several kept whole.
+# Names of countries, provinces, regions and cities ("Yambol", "Chuuk", "Kasserine", "Tallinn", "Burkina Faso", "La
+# Paz", "Dar es Salaam"; the speller wrote "Symbol", "Chuck", "Passerine", "Tallin", "Burkina Fast", "La Pay", "Car es
+# Salaam", dictionaries knowing some of them), from iso-codes' ISO 3166 lists and tzdata's zones by
+# recipes/make_place_names.py: a name of one word kept where it is capitalised, one of several kept whole.
 PLACE_NAMES_PATH = Path(__file__).resolve().parent.parent / "assets" / "place_names.txt"
 
 

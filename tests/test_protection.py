@@ -700,6 +700,9 @@ def test_units_after_a_number_the_pronoun_thee_and_runs_of_symbols_are_kept():
     for word in ["brekkie", "Idli", "rooibos", "paneer"]:  # words of the Englishes no dictionary knows
         assert is_current_word(word), word
     assert not is_current_word("arre") and not is_current_word("yaar")  # one edit from "are", "year"
+    for word in ["wheesht", "wisnae", "morra", "ginnel", "Howay", "bredda", "Yinz", "mithering"]:  # Scots, Geordie, ...
+        assert is_current_word(word), word
+    assert not is_current_word("oot") and not is_current_word("owt")  # one edit from "out"
 
 
 @needs_weights
@@ -713,6 +716,7 @@ def test_the_shipped_speller_keeps_broken_words_units_thee_regional_words_and_lo
         "Exhibit A - Source Code Form License Notice " + "-" * 43 + " This Source Code Form is subject to the terms.",
         "The steps are (i) clean, (ii) rinse, (iii) dry and (iv) store; he had 8 ast.",
         "We had brekkie, then idli and paneer with rooibos.",
+        "Wheesht, it wisnae me; see you the morra. Howay, take the ginnel, bredda. Yinz coming? Stop mithering me.",
         "The tagine is good; we had coq au vin, café au lait, laksa, rendang, mochi and empanadas.",
         "The arroz con pollo and the banh mi were great.",
         "She wore a hanbok for Chuseok and sindoor at the wedding; we played shinty.",

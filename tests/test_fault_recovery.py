@@ -25,6 +25,7 @@ from seq2spec import Seq2SeqSpeculator
 from seq2spec.commands import transcribe as transcribe_command
 from seq2spec.commands.main import main
 from seq2spec.commands.stopping import Terminated, sigterm_as_interrupt, stops_deferred
+from seq2spec.whisper.audio import AudioFile, duration_seconds, load_audio
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -172,6 +173,33 @@ def wait_for(condition, seconds: float = 120) -> None:
 
 def lines_in(path: Path) -> int:
     return path.read_bytes().count(b"\n") if path.exists() else 0
+
+
+def test_a_stop_while_a_file_is_read_is_raised_not_swallowed(tmp_path):
+    """libsndfile must read the file itself: a file object is read through Python callbacks, and a Ctrl-C raised in
+    one of them is printed and swallowed by cffi, the read coming back short and the run going on. Here a
+    KeyboardInterrupt is raised in the first Python function soundfile calls back while reading."""
+    samples = tone(3.0, 16000, 1, 7)
+    path = tmp_path / "clip.wav"
+    soundfile.write(path, samples, 16000)
+
+    def interrupt_in_callbacks(frame, event, argument):
+        if event == "call" and frame.f_code.co_name.startswith("vio_"):
+            raise KeyboardInterrupt
+
+    readers = {
+        "load_audio": lambda: load_audio(path),
+        "AudioFile.blocks": lambda: np.concatenate(list(AudioFile(path).blocks(1.0))),
+        "AudioFile.read": lambda: AudioFile(path).read(0, len(samples)),
+        "duration_seconds": lambda: np.zeros(round(duration_seconds(path) * 16000)),
+    }
+    for name, read in readers.items():
+        sys.setprofile(interrupt_in_callbacks)
+        try:
+            got = read()
+        finally:
+            sys.setprofile(None)
+        assert len(got) == len(samples), name
 
 
 @pytest.mark.parametrize("stop, status", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])

@@ -11,6 +11,7 @@ import re
 import weakref
 from collections.abc import Iterable, Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -22,6 +23,9 @@ from seq2spec.whisper.containers import (
     pyav_installed,
     transcoded,
 )
+
+if TYPE_CHECKING:
+    import soundfile
 
 logger = logging.getLogger(__name__)
 
@@ -124,6 +128,19 @@ def to_mono_16k(samples: np.ndarray, sampling_rate: int) -> np.ndarray:
     return samples
 
 
+@contextlib.contextmanager
+def sound_file(source: Path) -> Iterator[soundfile.SoundFile]:
+    """soundfile's reader of ``source``, which libsndfile reads by its descriptor. Opened by Python: a name that is not
+    valid UTF-8 works and a missing file raises ``FileNotFoundError``. Never handed the file object: soundfile would
+    read it through Python callbacks, where cffi prints and swallows a Ctrl-C and the read comes back short."""
+    import soundfile
+
+    with open(source, "rb") as handle:
+        opened = handle.fileno() if os.name == "posix" else str(source)  # Windows: by wide-character name
+        with soundfile.SoundFile(opened, closefd=False) as reader:
+            yield reader
+
+
 def reader_reason(error: Exception) -> str:
     """What a reader's exception says, without libsndfile's "Error opening <handle>: " and "Error : " lead-ins
     (the file is named by the caller)."""
@@ -153,11 +170,10 @@ def _load_copy(path: Path, copy: Path) -> np.ndarray:
 
 
 def _load(path: Path, source: Path) -> np.ndarray:
-    import soundfile
 
     try:
         # opened here: a file name that is not valid UTF-8 still works
-        with open(source, "rb") as handle, soundfile.SoundFile(handle) as reader:
+        with sound_file(source) as reader:
             samples, sampling_rate = reader.read(dtype="float32", always_2d=True), reader.samplerate
             stored_as_floats = reader.subtype in FLOAT_SUBTYPES
     except Exception as error:  # noqa: BLE001 - every reader failure becomes a record, not a crash
@@ -198,22 +214,17 @@ def read_through_pyav(path: Path, failure: AudioError) -> Path:
 
 
 def _seconds(path: Path) -> float:
-    import soundfile
-
-    info = soundfile.info(str(path))
-    return info.frames / info.samplerate
+    with sound_file(path) as reader:
+        return reader.frames / reader.samplerate
 
 
 def duration_seconds(path: str | Path) -> float:
     """Length from the header (0.0 when unreadable: such files sort first and fail when loaded)."""
-    import soundfile
-
     if is_container(path):
         return container_seconds(path)
     try:
-        with open(path, "rb") as handle:
-            info = soundfile.info(handle)
-        return info.frames / info.samplerate if info.samplerate else 0.0
+        with sound_file(Path(path)) as reader:
+            return reader.frames / reader.samplerate if reader.samplerate else 0.0
     except Exception:  # noqa: BLE001
         return 0.0
 
@@ -241,26 +252,23 @@ class AudioFile:
             self._read_copy(read_through_pyav(self.path, failure))
 
     def _read_header(self) -> None:
-        import soundfile
-
         try:
-            with open(self.source, "rb") as handle:
-                info = soundfile.info(handle)
+            with sound_file(self.source) as reader:
+                frames, sampling_rate, subtype = reader.frames, reader.samplerate, reader.subtype
         except Exception as error:  # noqa: BLE001 - every reader failure names the file
             raise self._error(error) from error
-        if info.frames <= 0 or info.samplerate <= 0:
+        if frames <= 0 or sampling_rate <= 0:
             raise AudioReadError(f"{self.path}: contains no audio samples", "no samples by its header")
-        self.sampling_rate = int(info.samplerate)
-        self.frames = int(info.frames)
-        self.gain = self._peak_gain() if info.subtype in FLOAT_SUBTYPES else 1.0
+        self.sampling_rate = int(sampling_rate)
+        self.frames = int(frames)
+        self.gain = self._peak_gain() if subtype in FLOAT_SUBTYPES else 1.0
 
     def _peak_gain(self, frames_at_once: int = 2**20) -> float:
         """``full_scale_gain`` of the file's peak, found by reading it through once (files of floats only)."""
-        import soundfile
 
         peak = 0.0
         try:
-            with open(self.source, "rb") as handle, soundfile.SoundFile(handle) as reader:
+            with sound_file(self.source) as reader:
                 for block in reader.blocks(frames_at_once, dtype="float32"):
                     peak = max(peak, float(np.abs(block).max(initial=0.0)))
         except Exception as error:  # noqa: BLE001
@@ -297,14 +305,13 @@ class AudioFile:
     def blocks(self, seconds: float = 60.0) -> Iterator[np.ndarray]:
         """The whole file, ``seconds`` at a time (the resampler's delay makes the first and last a little
         shorter)."""
-        import soundfile
         import soxr
 
         resampler = None
         if self.sampling_rate != SAMPLING_RATE:
             resampler = soxr.ResampleStream(self.sampling_rate, SAMPLING_RATE, 1, dtype="float32", quality="HQ")
         try:
-            with open(self.source, "rb") as handle, soundfile.SoundFile(handle) as reader:
+            with sound_file(self.source) as reader:
                 while True:
                     samples = reader.read(max(1, round(seconds * self.sampling_rate)), "float32", always_2d=True)
                     last = len(samples) == 0
@@ -324,14 +331,12 @@ class AudioFile:
         """Samples ``start:end`` (16 kHz positions) of the file, zeros past its end."""
         import math
 
-        import soundfile
-
         scale = self.sampling_rate / SAMPLING_RATE
         margin = 0 if scale == 1 else 256  # the resampler's filter sees past both ends
         step = self.sampling_rate // math.gcd(self.sampling_rate, SAMPLING_RATE)  # frames on the 16-kHz grid
         first = max(0, (int(start * scale) - margin) // step * step)
         try:
-            with open(self.source, "rb") as handle, soundfile.SoundFile(handle) as reader:
+            with sound_file(self.source) as reader:
                 reader.seek(min(first, self.frames))
                 samples = reader.read(int(np.ceil(end * scale)) + margin - first, "float32", always_2d=True)
         except Exception as error:  # noqa: BLE001

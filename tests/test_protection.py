@@ -41,6 +41,7 @@ from seq2spec.spelling.protection import (
     place_name_spans,
     quotation_text,
     quotations,
+    shouted_words,
     technical_in_context,
     word_list,
 )
@@ -541,6 +542,42 @@ def test_the_shipped_speller_keeps_names_of_places():
     ]
     expected = [*texts[:2], "The ferry from Chuuk to Kasserine was the longest."]
     assert _shipped().correct(texts) == expected
+
+
+def test_the_words_of_a_text_in_capitals_are_read_in_sentence_case():
+    """The shipped speller left every typo of a text written in capitals as it was ("FRNOT", "UNACCEPTIBLE"): each
+    word was kept as an acronym."""
+    words = "PLEASE DO NOT PARK IN FRNOT OF THE GARAGE.".split()
+    assert shouted_words(words) == set(range(len(words)))
+    # acronyms (listed, or of no vowels), a name, a place and "I" keep their capitals; a few loud words are no shout
+    words = "I TOLD THE NHS, THE FBI AND JOHN ABOUT TCP IN YAMBOL".split()
+    assert shouted_words(words) == {1, 2, 4, 6, 7, 8, 10}
+    assert shouted_words("Only ONE word here is LOUD.".split()) == set()
+    assert shouted_words("THE NEW CAR".split()) == {0, 1, 2} and shouted_words("NEW CAR".split()) == set()
+    writing = TokenizerWriting(ByT5Tokenizer())
+    layout = Layout.of("CALL THE NHS NOW. CLEAR ~/.CACHE AND I'LL WAIT", writing)
+    assert layout.model_text == "Call the NHS now. Clear ~/.cache and I'll wait"
+    assert layout.assemble("Call the NHS now. Clear ~/.cache and I'll wait.") == (
+        "CALL THE NHS NOW. CLEAR ~/.CACHE AND I'LL WAIT."
+    )
+    layout = Layout.of("NO PARKING IN FRNOT", writing)  # words the model adds in capitals too
+    assert layout.assemble("No parking in front of it") == "NO PARKING IN FRONT OF IT"
+
+
+@needs_weights
+def test_the_shipped_speller_fixes_typos_in_a_text_in_capitals():
+    texts = [
+        "PLEASE DO NOT PARK IN FRNOT OF THE GARAGE.",
+        "I AM SO ANGRY RIGHT NOW, THIS IS UNACCEPTIBLE!",
+        "CALL THE NHS OR THE FBI ABOUT THE TCP PORTS.",
+        "Only ONE word here is LOUD, and a tpyo.",
+    ]
+    expected = [
+        "PLEASE DO NOT PARK IN FRONT OF THE GARAGE.",
+        "I AM SO ANGRY RIGHT NOW, THIS IS UNACCEPTABLE!",
+        texts[2],
+    ]
+    assert _shipped().correct(texts)[:3] == expected
 
 
 def test_code_spans_are_kept_as_written():

@@ -43,7 +43,8 @@ them and sorts each word into one of three kinds:
   ``env``, ``toml``: ``technical_words_in_context``) beside another technical word is free too; the change check
   (``capital_check``) writes it back unless the model is sure of its own word. In a text written with ’ and no ',
   apostrophes the model adds are written ’ too (``didnt`` -> ``didn’t``); a run of two or more of ``. ! ?`` ending the
-  word (``Wait...``, ``what?!``) comes back as written.
+  word (``Wait...``, ``what?!``) comes back as written. In a text written in capitals, its words in capitals are free
+  but for acronyms, read in sentence case and written back in capitals (``shouted_words``: ``FRNOT`` -> ``FRONT``).
 
 ``Layout.assemble`` lines the model's output words up with the words it read (difflib, case ignored), puts kept and
 mapped words back in their places, the words it did not read beside their neighbours, and the text's own whitespace
@@ -838,6 +839,7 @@ class Word:
     reads: str
     kind: Kind
     markup: Markup | None = None  # the Markdown or HTML around a free word, which the model reads without
+    shouted: bool = False  # a word in capitals of a text in capitals, read in sentence case (``shouted_words``)
 
     def restored(self, output: str, apostrophe: str | None) -> str:
         """The word to write where the model wrote ``output`` in its place."""
@@ -845,6 +847,8 @@ class Word:
             return self.text
         if self.kind is Kind.MAPPED:
             return _map_back(self.text, output)
+        if self.shouted:
+            output = output.upper()
         output = _with_trailing_marks(self.reads if self.markup else self.text, output)
         output = _with_inner_dashes(self.reads if self.markup else self.text, output)
         output = output.replace("'", apostrophe) if apostrophe else output
@@ -904,6 +908,7 @@ class Layout:
     words: list[Word]
     gaps: list[str]
     apostrophe: str | None = None  # how apostrophes the model adds are written (None: as it writes them)
+    shouted: bool = False  # written in capitals: the words the model adds are written in capitals too
 
     @classmethod
     def of(
@@ -935,7 +940,14 @@ class Layout:
         kept.update(greetings(words))
         kept.update(address_abbreviations(words))
         kept.update(clinical_abbreviations(words))
-        laid = [_word(token, writing, index in kept) for index, token in enumerate(words)]
+        shouted = shouted_words(words) - kept
+        laid = [
+            _shouted_word(token, writing) if index in shouted else _word(token, writing, index in kept)
+            for index, token in enumerate(words)
+        ]
+        if shouted:
+            _shouted_code_read_lower(laid)
+            _sentence_case(laid)
         for index, (read, markup) in markup_spans(words).items():  # the model reads the word without its markup
             inner = _word(read, writing, index in kept)
             free = inner.kind is Kind.FREE
@@ -943,7 +955,7 @@ class Layout:
         for index, whole in broken_words(words).items():  # both parts as written; the model reads the word whole
             reads = whole if writing.writes(whole) else writing.stand_in(whole)
             laid[index : index + 2] = [Word(words[index], reads, Kind.KEPT), Word(words[index + 1], "", Kind.KEPT)]
-        return cls(leading, laid, [*tokens[1::2], trailing], apostrophe)
+        return cls(leading, laid, [*tokens[1::2], trailing], apostrophe, bool(shouted))
 
     @property
     def model_text(self) -> str:
@@ -974,7 +986,10 @@ class Layout:
         units: list[tuple[int | None, str, str]] = []
         for j, word in enumerate(said):
             source = source_of.get(j)
-            text = word if source is None else self.words[source].restored(word, self.apostrophe)
+            if source is not None:
+                text = self.words[source].restored(word, self.apostrophe)
+            else:
+                text = word.upper() if self.shouted else word
             units.append((source, text, said_gaps[j]))
         units = self._insert_unread(units, where)
         if units is None:
@@ -1028,7 +1043,9 @@ class Layout:
                     runs.append([])
                 runs[-1].append(index)
         return [
-            Layout("", [self.words[i] for i in run], [*(self.gaps[i] for i in run[:-1]), ""], self.apostrophe)
+            Layout(
+                "", [self.words[i] for i in run], [*(self.gaps[i] for i in run[:-1]), ""], self.apostrophe, self.shouted
+            )
             for run in runs
         ]
 
@@ -1116,6 +1133,100 @@ def _word(token: str, writing: TokenizerWriting, quoted: bool = False) -> Word:
     if all(c in TYPOGRAPHIC for c in unwritable) and len(reads) == len(token) + 2 * token.count("\u2026"):
         return Word(token, reads, Kind.MAPPED)
     return Word(token, reads, Kind.KEPT)
+
+
+# A text written in capitals ("PLEASE DO NOT PARK IN FRNOT OF THE GARAGE."): each of its words would be kept as an
+# acronym, typos and all. In a text of SHOUTED_WORDS words in capitals or more, SHOUTED_SHARE of its words with letters
+# at least, a word in capitals is read in sentence case and the model's word written in capitals, unless the steps
+# keep it in lower or title case (a technical, informal or current word, a name or a place: "LOL", "YAMBOL") or it is
+# one of CAPITAL_WORDS_PATH, frequent words no dictionary of the steps knows (acronyms: "NHS", "FBI", "USA", which the
+# model would make "his", "use"), built by recipes/make_capital_words.py, or a word of no vowels ("TCP", "HTML").
+SHOUTED_WORDS = 3
+SHOUTED_SHARE = 0.8
+CAPITAL_WORDS_PATH = Path(__file__).resolve().parent.parent / "assets" / "capital_words.txt"
+
+
+def capital_words() -> frozenset[str]:
+    """The words of ``CAPITAL_WORDS_PATH``."""
+    return word_list(CAPITAL_WORDS_PATH)
+
+
+_SHOUTED_CORE = re.compile(r"^[A-Z]+(?:['\u2019-][A-Z]+)*$")
+_VOWEL = re.compile("[AEIOUY]")
+
+
+def shouted_words(words: list[str]) -> set[int]:
+    """The indices of ``words`` (whitespace-free) the model may correct in sentence case, in a text written in
+    capitals (see above); none in other texts."""
+    cores = [_AROUND.match(word).group(1) for word in words]
+    lettered = [core for core in cores if any(character.isalpha() for character in core)]
+    capitals = sum(1 for core in lettered if len(core) > 1 and core.isupper())
+    if capitals < SHOUTED_WORDS or capitals < SHOUTED_SHARE * len(lettered):
+        return set()
+    titled = [_first_letter_capital(word.lower()) for word in words]
+    names = place_name_spans(titled) | {
+        index for index in range(1, len(words)) if is_name_within_sentence(titled[index - 1], titled[index])
+    }
+    found = set()
+    for index, (word, core) in enumerate(zip(words, cores, strict=True)):
+        if index in names or not _SHOUTED_CORE.match(core) or core == "I" or core.lower() in capital_words():
+            continue
+        if core.startswith(_I_CONTRACTION):  # I'LL, I'M: no informal lower-case "i"
+            found.add(index)
+            continue
+        if not _VOWEL.search(core):
+            continue
+        lower, title = word.lower(), titled[index]
+        if any(keep(lower) for keep in (is_technical, is_informal, is_current_word)):
+            continue
+        if is_current_word(title) or is_place_name(title):
+            continue
+        found.add(index)
+    return found
+
+
+def _first_letter_capital(word: str) -> str:
+    for position, character in enumerate(word):
+        if character.isalpha():
+            return word[:position] + character.upper() + word[position + 1 :]
+    return word
+
+
+def _shouted_word(token: str, writing: TokenizerWriting) -> Word:
+    """A word of ``shouted_words``: read in lower case, its output written in capitals."""
+    reads = token.lower()
+    if _AROUND.match(token).group(1)[:2] in _I_CONTRACTION:  # "I'll", not the informal "i'll"
+        reads = _first_letter_capital(reads)
+    word = _word(reads, writing)
+    if word.kind is not Kind.FREE:
+        return _word(token, writing, True)
+    return Word(token, word.reads, Kind.FREE, word.markup, shouted=True)
+
+
+_I_CONTRACTION = ("I'", "I\u2019")
+
+
+def _shouted_code_read_lower(laid: list[Word]) -> None:
+    """In a text written in capitals, kept words of capitals and other characters (``~/.GRADLE/CACHES``,
+    ``--PREFER-OFFLINE``) read in lower case, as such words are written: the model dropped the words before them."""
+    for index, word in enumerate(laid):
+        letters = [character for character in word.reads if character.isalpha()]
+        if word.kind is Kind.KEPT and letters and word.reads.isupper() and not word.reads.isalpha():
+            if not _AROUND.match(word.reads).group(1).isalpha():
+                laid[index] = Word(word.text, word.reads.lower(), word.kind, word.markup)
+
+
+_SENTENCE_STOP = re.compile(r"[.!?][\"'\u2019\u201d)\]]*$")
+
+
+def _sentence_case(laid: list[Word]) -> None:
+    """The shouted words that start a sentence read with a capital ("Please do not park ...")."""
+    start = True
+    for index, word in enumerate(laid):
+        if word.shouted and start:
+            laid[index] = Word(word.text, _first_letter_capital(word.reads), word.kind, word.markup, shouted=True)
+        if word.text.strip():
+            start = bool(_SENTENCE_STOP.search(word.text))
 
 
 def _aligned(read: list[str], said: list[str]) -> dict[int, int]:

@@ -153,7 +153,7 @@ def test_a_word_in_quotes_of_its_own_is_recognised():
 def test_informal_writing_is_recognised():
     for word in ["lol", "IDK,", "gimme", "Coulda", "y'all", "Y’all?", "sittin'", "Nothin'.", "(chillin')", "ain't"]:
         assert is_informal(word), word
-    for word in ["Haha", "hahaha!", "hehe", "Omw,", "yw.", "abt", "Ngl,", "thru"]:
+    for word in ["Haha", "hahaha!", "hehe", "Omw,", "yw.", "abt", "Ngl,", "thru", "tl;dr", "TL;DR:"]:
         assert is_informal(word), word
     for word in ["i", "i'm", "i’ve,", "He'd've", "who’d’ve"]:  # the pronoun in lower case, double contractions
         assert is_informal(word), word
@@ -663,6 +663,20 @@ def test_words_of_current_english_are_kept_as_written():
 
 
 @needs_weights
+def test_the_shipped_speller_keeps_rarer_current_words_in_lower_case():
+    """Words wordfreq counts at Zipf 2.0 to 2.5 were kept only capitalised within a sentence: the speller wrote
+    "cape", "nerved", "panache", "licenser", "child" and "music"."""
+    texts = [
+        "FY24 guidance implies capex of $2bn.",
+        "The new patch nerfed the tank, then pipe the ganache.",
+        "Per the MSA, the licensee shall indemnify the licensor.",
+        "i went to the movies with chidi and bought it from muji, teh best.",
+    ]
+    expected = [*texts[:3], "i went to the movies with chidi and bought it from muji, the best."]
+    assert _shipped().correct(texts) == expected
+
+
+@needs_weights
 def test_the_shipped_speller_keeps_what_people_write_in_chat():
     texts = [
         "That was sooo good, I loved it!!!",
@@ -678,10 +692,10 @@ def test_the_shipped_speller_keeps_what_people_write_in_chat():
 
 
 def test_names_within_a_sentence_are_kept_as_written():
-    """The shipped speller made "Matteo" into "Matter", "Chidi" into "Child" and "Shira" into "Shirt"."""
+    """The shipped speller made "Matteo" into "Matter", "Shira" into "Shirt" and "Jing" into "King"."""
     assert is_name_within_sentence("with", "Matteo") and is_name_within_sentence("and", "Shira,")
     assert is_name_within_sentence("GNU", "Hurd")
-    for previous, word in [("done.", "Matteo"), ("said:", "Chidi"), ("read", '"Bitte'), ("with", "matteo")]:
+    for previous, word in [("done.", "Matteo"), ("said:", "Shira"), ("read", '"Bitte'), ("with", "matteo")]:
         assert not is_name_within_sentence(previous, word), (previous, word)  # a sentence's or quotation's start
     assert not is_name_within_sentence("with", "MATTEO")  # not capitalised
     assert not is_name_within_sentence("with", "Matter")  # a dictionary word

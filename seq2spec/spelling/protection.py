@@ -197,9 +197,10 @@ def _technical_context(word: str) -> bool:
     return bool(core) and (any(pattern.search(core) for pattern in _CODE) or _listed(core, technical_words()))
 
 
-# Words of current written English that no dictionary of the text steps knows ("vlog", "noob", "chai", "selfie",
-# "hashtag", names such as "Connor"): the speller wrote "posted a fog", "got pawned by a job", "a chair late". Built
-# from wordfreq's English frequencies by recipes/make_current_words.py, without the misspellings and slips it records.
+# Words of current written English that no dictionary of the text steps knows ("noob", "chai", "selfie", "hashtag",
+# "capex", "nerfed", "ganache", names such as "Connor", "Chidi", "Muji"): the speller wrote "got pawned by a job", "a
+# chair late", "cape", "nerved", "panache", "child", "music". Built from wordfreq's English frequencies by
+# recipes/make_current_words.py, without the misspellings and slips it records.
 CURRENT_WORDS_PATH = Path(__file__).resolve().parent.parent / "assets" / "current_words.txt"
 # Words of the Englishes of Australia, Britain, South Africa, India and other places that no dictionary knows and
 # wordfreq counts too rarely for ``current_words`` ("brekkie", "idli", "rooibos", "paneer"; the speller wrote "break",
@@ -224,10 +225,9 @@ def is_current_word(word: str) -> bool:
     return _listed(_AROUND.match(word).group(1), current_words())
 
 
-# Strings of current English no dictionary knows that are too rare, or too close to a commoner word, for
-# ``current_words``: mostly names ("Maren", "Matteo", "Chidi", "Shira", "Jing"; the speller wrote "Marine", "Matter",
-# "Child", "Shirt", "King"), kept capitalised within a sentence, where a capital marks a name and a slip of a commoner
-# word is rare. Built by recipes/make_current_words.py.
+# Strings of current English no dictionary knows that are too close to a commoner word for ``current_words``: mostly
+# names ("Matteo", "Shira", "Jing"; the speller wrote "Matter", "Shirt", "King"), kept capitalised within a sentence,
+# where a capital marks a name and a slip of a commoner word is rare. Built by recipes/make_current_words.py.
 NAME_WORDS_PATH = Path(__file__).resolve().parent.parent / "assets" / "name_words.txt"
 # the marks that open a quotation, whose first word is capitalised as a sentence's is
 _OPENING_QUOTES = "\"'\u201c\u2018\u201e\u201a\u00ab\u00bb"
@@ -253,17 +253,17 @@ def is_name_within_sentence(previous: str, word: str) -> bool:
 
 # Abbreviations and greetings of chat and e-mail that are no typos: a corrector made "lol ok np" into "look nop", "idk
 # tbh" into "disk this", "Ok, see you soon." into "Oak, see you soon.", "Omw" into "Know", "Yw." into "Ye.", "Hbd!"
-# into "Bud!", the greeting line "Hi Sarah," into "His Sarah," and "a few mins, max an hr" into "a few mind, max an
-# her", "thx abt that" into "thx bat that", "sry" into "try", "ngl" into "nil", "ik" into "like", "ig" into "it", "kk"
-# into "kick", "Bruh" into "Brush" and "2 tbsp of olive oil" into "2 tap of olive oil". None of them but "ok" and "hi"
-# (each as itself, twice) is a word of the spelling sets' sources (recipes/data); "nbd" and "nm" are words of the
-# Debian manuals (a device, New Maintainer), kept as written there too. ("wya" and "bby" are left out: the spelling
-# sets misspell "way" and "by" so.)
+# into "Bud!", "tl;dr" into "girl", the greeting line "Hi Sarah," into "His Sarah," and "a few mins, max an hr" into
+# "a few mind, max an her", "thx abt that" into "thx bat that", "sry" into "try", "ngl" into "nil", "ik" into "like",
+# "ig" into "it", "kk" into "kick", "Bruh" into "Brush" and "2 tbsp of olive oil" into "2 tap of olive oil". None of
+# them but "ok" and "hi" (each as itself, twice) is a word of the spelling sets' sources (recipes/data); "nbd" and
+# "nm" are words of the Debian manuals (a device, New Maintainer), kept as written there too. ("wya" and "bby" are left
+# out: the spelling sets misspell "way" and "by" so.)
 CHAT_ABBREVIATIONS = frozenset(
     "abt afaik afk asap atm bbl bc bday bf bff brb bruh btw convo cuz cya dm fml fomo ftw fwiw fyi gf gm gn gtg hbd "
     "hbu hi hmu hr hrs icymi idc idek idk ig iirc ik ikr ily imho imo irl istg jk kk lmao lmfao lmk lol luv mins msg "
     "iykyk lfg nbd ngl nm nsfw nvm ofc ok omfg omg oml omw ong pls plz pov ppl probs pw rly rn rofl secs smh sry sus "
-    "tbd tbf tbh tbsp thnx thx tks tmi tmr tmrw ttyl ty ur wbu wks wtf wyd yk ykwim yolo yrs yw".split()
+    "tbd tbf tbh tbsp thnx thx tks tl;dr tmi tmr tmrw ttyl ty ur wbu wks wtf wyd yk ykwim yolo yrs yw".split()
 )
 # abbreviations of letters and offices written without a period ("acct", "qty", "attn"; the speller wrote "act",
 # "port" for "ltr"), each more than one edit from any word symspellpy counts 20 million times ("eta" and "tel" are

@@ -6,7 +6,7 @@ import pytest
 from conftest import greedy
 
 from seq2spec import Seq2SeqSpeculator
-from seq2spec.commands.correct import one_line
+from seq2spec.commands.correct import Fences, one_line
 from seq2spec.commands.main import main
 
 
@@ -45,6 +45,32 @@ def test_correct_command_reads_files_and_writes_lines(saved_pair, tmp_path, toy_
     expected = Seq2SeqSpeculator(big, small, tokenizer).correct(lines, max_new_tokens=12)
     assert out.read_text(encoding="utf-8").splitlines() == [one_line(text) for text in expected]
     assert "tokens per big forward" in capsys.readouterr().err
+
+
+def test_fences_mark_the_lines_of_fenced_code_blocks():
+    lines = ["Teh intro", "```python", "resutl = 1", "```", "  ~~~~", "a ~~~ b", "~~~", "~~~~"]
+    lines += ["```code``` here", "```"]  # no fence: a backtick in its info string; then a fence
+    fences = Fences()
+    assert [fences.code(line) for line in lines] == [False, True, True, True, True, True, True, True, False, True]
+    fences = Fences()  # a fence left open runs to the end of its file
+    assert [fences.code(line) for line in ["``` sh", "pip instal x", "~~~", "more"]] == [True, True, True, True]
+
+
+def test_lines_of_fenced_code_come_back_as_written(saved_pair, tmp_path, toy_byte_models):
+    """Read line by line, a Markdown file's code was corrected as prose ("import mypackage" -> "import my
+    package")."""
+    big_path, small_path = saved_pair
+    prose = ["Teh cat sat.", "a second line of input", "and a thrid"]
+    code = ["```python", "import mypackage", "resutl = mypackage.run()", "```"]
+    source = tmp_path / "doc.md"
+    source.write_text("\n".join([prose[0], *code, *prose[1:]]) + "\n", encoding="utf-8")
+    out = tmp_path / "out.md"
+    arguments = ["--model", str(big_path), "--draft", str(small_path), "--max-new-tokens", "12", "--chunk-size", "3"]
+    assert main(["correct", str(source), *arguments, "--out", str(out)]) == 0
+    big, small, tokenizer = toy_byte_models
+    corrected = [one_line(text) for text in Seq2SeqSpeculator(big, small, tokenizer).correct(prose, max_new_tokens=12)]
+    assert corrected != prose  # the toy model changes prose
+    assert out.read_text(encoding="utf-8").splitlines() == [corrected[0], *code, *corrected[1:]]
 
 
 @pytest.mark.parametrize("encoding", ["utf-16", "utf-16-be", "utf-32"])

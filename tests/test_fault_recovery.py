@@ -26,6 +26,7 @@ from seq2spec.commands import transcribe as transcribe_command
 from seq2spec.commands.main import main
 from seq2spec.commands.stopping import Terminated, sigterm_as_interrupt, stops_deferred
 from seq2spec.whisper.audio import AudioFile, duration_seconds, load_audio
+from seq2spec.whisper.audio_types import AudioError
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -200,6 +201,17 @@ def test_a_stop_while_a_file_is_read_is_raised_not_swallowed(tmp_path):
         finally:
             sys.setprofile(None)
         assert len(got) == len(samples), name
+
+
+def test_an_unreadable_file_is_named_without_a_descriptor_number(tmp_path):
+    """Read by its descriptor, libsndfile says "Error opening 40: ...": the number changes from run to run (a cluster's
+    record and a local one differed by it), so the reason is given without it."""
+    path = tmp_path / "noise.wav"
+    path.write_bytes(b"not audio at all" * 64)
+    for read in (lambda: load_audio(path), lambda: AudioFile(path)):
+        with pytest.raises(AudioError) as raised:
+            read()
+        assert str(raised.value) == f"{path}: cannot be read as audio (Format not recognised)"
 
 
 @pytest.mark.parametrize("stop, status", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])

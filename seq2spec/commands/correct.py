@@ -37,6 +37,7 @@ class Line:
     source: str  # file name, or "standard input"
     number: int  # 1-based within its source
     end: str = "\n"  # written after the line's correction: "\r\n" where the input had it
+    code: bool = False  # a line of a fenced code block (``fenced``), written as it was read
 
 
 class InputError(RuntimeError):
@@ -117,11 +118,36 @@ def check_files(paths: list[str]) -> tuple[list[str], list[str], int]:
     return readable, unreadable, total
 
 
+# a Markdown code fence: three or more backticks or tildes, indented by three spaces at most; a backtick fence's info
+# string holds no backtick ("```code``` here" opens none)
+_FENCE = re.compile(r"^ {0,3}(`{3,}(?=[^`]*$)|~{3,})")
+
+
+class Fences:
+    """Whether each line of a file, given in order, belongs to a fenced code block, fences included (Markdown's ```
+    and ~~~; a fence left open runs to the end): code is written as it was read, where the speller, reading a file
+    line by line, made "import mypackage" into "import my package" and a variable "resutl" into "result"."""
+
+    def __init__(self) -> None:
+        self.opening: str | None = None
+
+    def code(self, text: str) -> bool:
+        match = _FENCE.match(text)
+        if self.opening is None:
+            self.opening = match.group(1) if match else None
+            return match is not None
+        closing = match.group(1) if match else ""
+        if closing[:1] == self.opening[:1] and len(closing) >= len(self.opening) and not text[match.end() :].strip():
+            self.opening = None
+        return True
+
+
 def read_lines(paths: list[str]) -> Iterator[Line]:
     for path in paths or [STDIN]:
         source, lines = ("standard input", stdin_lines()) if path == STDIN else (path, ended_file_lines(path))
+        fences = Fences()
         for number, (text, end) in enumerate(lines, start=1):
-            yield Line(text, source, number, end)
+            yield Line(text, source, number, end, fences.code(text))
 
 
 def chunks(lines: Iterator[Line], size: int) -> Iterator[list[Line]]:
@@ -231,10 +257,12 @@ def correct_lines(speculator, args: argparse.Namespace, paths: list[str], output
     bar = tqdm(total=total, initial=skip, unit="line", desc="lines", dynamic_ncols=True, file=sys.stderr)
     try:
         for chunk in chunks(lines, args.chunk_size):
+            prose = [line for line in chunk if not line.code]
             try:
-                corrected = speculator.correct([line.text for line in chunk], **correct_arguments(args))
+                texts = [line.text for line in prose]
+                corrected = iter(speculator.correct(texts, **correct_arguments(args)) if texts else [])
             except InputTooLongError as error:
-                line = chunk[error.index]
+                line = prose[error.index]
                 print(
                     f"seq2spec correct: line {line.number} of {line.source} has {error.tokens} tokens, more than the "
                     f"model's {error.limit}: shorten it or pass --truncate; the {output.lines_done} lines before its "
@@ -242,9 +270,11 @@ def correct_lines(speculator, args: argparse.Namespace, paths: list[str], output
                     file=sys.stderr,
                 )
                 return 2
+            written = [line.text if line.code else one_line(next(corrected)) for line in chunk]
             with stops_deferred():  # the chunk is written whole and counted, or not at all
-                output.write_lines([one_line(text) for text in corrected], [line.end for line in chunk])
-            stats.merge(speculator.last_stats)
+                output.write_lines(written, [line.end for line in chunk])
+            if prose:
+                stats.merge(speculator.last_stats)
             bar.update(len(chunk))
     except InputError as error:
         print(f"seq2spec correct: {error}; the {output.lines_done} lines before it are kept", file=sys.stderr)

@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from seq2spec.commands.correct import file_lines
+from seq2spec.commands.correct import Fences, file_lines
 from seq2spec.commands.outputs import JsonlRecords, OutputError
 from seq2spec.options import SpeculationOptions
 from seq2spec.spelling.settings import SpellingSettings
@@ -250,7 +250,8 @@ class CorrectActor:
 
 
 def read_text_inputs(paths: list[str]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """``({"file", "line", "source"} rows, error records for files that cannot be read as UTF-8 text)``."""
+    """``({"file", "line", "source", "code"} rows, error records for files that cannot be read as UTF-8 text)``; a
+    line of a fenced code block has ``"code": True`` and is written as read."""
     rows, errors = [], []
     for name in paths:
         try:
@@ -258,7 +259,11 @@ def read_text_inputs(paths: list[str]) -> tuple[list[dict[str, Any]], list[dict[
         except (OSError, UnicodeDecodeError) as error:
             errors.append({"file": name, "line": -1, "error": f"cannot read {name} as UTF-8 text: {error}"})
             continue
-        rows += [{"file": name, "line": number, "source": line} for number, line in enumerate(lines)]
+        fences = Fences()
+        rows += [
+            {"file": name, "line": number, "source": line, "code": fences.code(line)}
+            for number, line in enumerate(lines)
+        ]
     return rows, errors
 
 
@@ -287,8 +292,10 @@ def run_correct(args: argparse.Namespace) -> int:
         return 1 if any("error" in r for r in existing) else 0
     _start_ray(args.ray_address)
     started = time.perf_counter()
-    if new_errors:
-        _write(ray.data.from_items([_row(e) for e in new_errors]), args.out, args.out_format)
+    code = [{**row, "text": row["source"]} for row in todo if row["code"]]  # fenced code, written as read
+    todo = [row for row in todo if not row["code"]]
+    if new_errors or code:
+        _write(ray.data.from_items([_row(e) for e in new_errors + code]), args.out, args.out_format)
     if todo:
         options = actor_options(args, CORRECT_KEYS)
         dataset = ray.data.from_items(todo).map_batches(

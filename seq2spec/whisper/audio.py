@@ -142,10 +142,10 @@ def sound_file(source: Path) -> Iterator[soundfile.SoundFile]:
 
 
 def reader_reason(error: Exception) -> str:
-    """What a reader's exception says, without libsndfile's "Error opening <handle>: " and "Error : " lead-ins
-    (the file is named by the caller)."""
+    """What a reader's exception says, without libsndfile's "Error opening <handle>: " (or a descriptor's number, or
+    a name) and "Error : " lead-ins (the file is named by the caller)."""
     reason = str(error).strip()
-    reason = re.sub(r"^Error opening <[^>]*>:\s*", "", reason)
+    reason = re.sub(r"^Error opening (?:<[^>]*>|\d+|'[^']*'):\s*", "", reason)  # a file object, descriptor or name
     reason = re.sub(r"^Error\s*:\s*", "", reason)
     return reason.rstrip(".") or type(error).__name__
 

@@ -38,6 +38,7 @@ from seq2spec.spelling.protection import (
     is_technical,
     markup_spans,
     measurement_units,
+    name_runs,
     place_name_spans,
     quotation_text,
     quotations,
@@ -699,6 +700,35 @@ def test_names_within_a_sentence_are_kept_as_written():
         assert not is_name_within_sentence(previous, word), (previous, word)  # a sentence's or quotation's start
     assert not is_name_within_sentence("with", "MATTEO")  # not capitalised
     assert not is_name_within_sentence("with", "Matter")  # a dictionary word
+
+
+def test_names_of_several_unknown_words_are_kept_as_written():
+    """The shipped speller wrote "About Dhabi" for "Abu Dhabi" and "Nguyen This Minh Khai" for "Nguyen Thi Minh
+    Khai"."""
+
+    def kept(text: str) -> list[str]:
+        words = text.split()
+        return [words[index] for index in sorted(name_runs(words))]
+
+    assert kept("It is busier than Abu Dhabi.") == ["Abu", "Dhabi."]
+    assert kept("Near Nguyen Thi Minh Khai Street") == ["Thi", "Minh", "Khai"]  # "Nguyen", "Street": dictionary words
+    # a typo beside a dictionary word, words apart, in lower case or capitals, or starting a sentence stay free
+    for text in [
+        "We live in the Unted States.",
+        "Abu, Dhabi",
+        "abu dhabi",
+        "ABU DHABI",
+        "Chicen Liitle ran",
+        "A. Abu Dhabi",
+    ]:
+        assert kept(text) == [], text
+
+
+@needs_weights
+def test_the_shipped_speller_keeps_names_of_several_unknown_words():
+    texts = ["We met Giorgia Meloni and Abu Bakr in Abu Dhabi, teh best.", "My friend Bảo Anh lives near Nha Trang."]
+    expected = ["We met Giorgia Meloni and Abu Bakr in Abu Dhabi, the best.", texts[1]]
+    assert _shipped().correct(texts) == expected
 
 
 @needs_weights

@@ -251,6 +251,35 @@ def is_name_within_sentence(previous: str, word: str) -> bool:
     return core.lower() in name_words()
 
 
+def name_runs(words: list[str]) -> set[int]:
+    """The indices of ``words`` (whitespace-free) that are capitalised words no dictionary knows written beside
+    another such word, nothing between them: names of several words ("Abu Dhabi", "Nguyen Thi Minh Khai", "Recep
+    Tayyip"), which the speller made into words ("About Dhabi", "This Minh"), within a sentence: a sentence's first
+    word is capitalised anyway ("Chicen Liitle was right"), and a capitalised typo beside a dictionary word ("the
+    Unted States") stays the model's."""
+    unknown = [_capitalised_unknown(word) for word in words]
+    found = set()
+    for index in range(1, len(words) - 1):
+        within = not _SENTENCE_END.search(words[index - 1]) and words[index][:1] not in _OPENING_QUOTES
+        if within and unknown[index] and unknown[index + 1] and words[index][-1:].isalpha():
+            found.update((index, index + 1))
+    return found
+
+
+def _capitalised_unknown(word: str) -> bool:
+    core = _AROUND.match(word).group(1)
+    if len(core) < 2 or not core.isalpha() or not core[0].isupper() or not core[1:].islower():
+        return False
+    return not _dictionary_checker()(core.lower())
+
+
+@cache
+def _dictionary_checker() -> Callable[[str], bool]:
+    from seq2spec.spelling.dictionary_words import dictionary_checker
+
+    return dictionary_checker()
+
+
 # Abbreviations and greetings of chat and e-mail that are no typos: a corrector made "lol ok np" into "look nop", "idk
 # tbh" into "disk this", "Ok, see you soon." into "Oak, see you soon.", "Omw" into "Know", "Yw." into "Ye.", "Hbd!"
 # into "Bud!", "tl;dr" into "girl", the greeting line "Hi Sarah," into "His Sarah," and "a few mins, max an hr" into
@@ -934,6 +963,7 @@ class Layout:
         kept.update(code_spans(words))
         kept.update(foreign_phrase_spans(words))
         kept.update(place_name_spans(words))
+        kept.update(name_runs(words))
         kept.update(measurement_units(words))
         kept.update(archaic_pronouns(words))
         kept.update(archaic_verbs(words))

@@ -1,4 +1,5 @@
-"""``seq2spec correct``: one corrected line per input line, from files or standard input.
+"""``seq2spec correct``: one corrected line per input line, from files or standard input; the lines of fenced code
+blocks (Markdown's ``` and ~~~) come back as written.
 
 With ``--out`` the result is built in ``<out>.partial`` and renamed to ``<out>`` when complete, so an existing
 ``--out`` is replaced only by a finished result; a rerun over the same inputs and settings continues after the

@@ -212,6 +212,11 @@ def shared_word_list() -> frozenset[str]:
         return _WORD_LIST[0]
 
 
+def is_dictionary_word(word: str) -> bool:
+    """Whether a lower-case word is in symspellpy's dictionary or pyspellchecker's larger word list."""
+    return word in shared_word_list() or shared_symspell_corrector()(word) == word
+
+
 class SpellCheckedSource:
     """A batch's source token ids, rewritten as the ids of the same texts after a word-by-word spell check; a
     copying proposer copies from these (``SpeculationOptions.spellcheck_copy``)."""

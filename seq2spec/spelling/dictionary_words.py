@@ -45,10 +45,9 @@ def dictionary_checker(correct_word: Callable[[str], str | None] | None = None) 
     """Whether a lower-case word is in the dictionary of ``correct_word``, that is whether its suggestion for the word
     is the word itself; by default whether symspellpy's dictionary or pyspellchecker's larger word list knows it."""
     if correct_word is None:
-        from seq2spec.spelling.classical import shared_symspell_corrector, shared_word_list
+        from seq2spec.spelling.classical import is_dictionary_word
 
-        symspell, words = shared_symspell_corrector(), shared_word_list()
-        return lambda word: word in words or symspell(word) == word
+        return is_dictionary_word
     return lambda word: correct_word(word) == word
 
 

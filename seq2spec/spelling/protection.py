@@ -270,14 +270,9 @@ def _capitalised_unknown(word: str) -> bool:
     core = _AROUND.match(word).group(1)
     if len(core) < 2 or not core.isalpha() or not core[0].isupper() or not core[1:].islower():
         return False
-    return not _dictionary_checker()(core.lower())
+    from seq2spec.spelling.classical import is_dictionary_word
 
-
-@cache
-def _dictionary_checker() -> Callable[[str], bool]:
-    from seq2spec.spelling.dictionary_words import dictionary_checker
-
-    return dictionary_checker()
+    return not is_dictionary_word(core.lower())
 
 
 # Abbreviations and greetings of chat and e-mail that are no typos: a corrector made "lol ok np" into "look nop", "idk

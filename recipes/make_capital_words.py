@@ -7,8 +7,10 @@ read so is a plain word to the model, which may make it one ("his", "use"). The 
 at Zipf ``MIN_ZIPF`` or more (once in a million words of English; "nhs" 4.0, "vpn" 3.4, "tcp" 3.1) that
 symspellpy's dictionary lacks, of ``MIN_LETTERS`` to ``MAX_LETTERS`` letters: acronyms, abbreviations ("mr", "km"),
 chat ("lol"), names ("nvidia") and American spellings symspellpy lacks ("favorite"). Typos written often enough to
-be counted ("hsi" 2.6, "thre" 2.2) stay under the line and are read as words; a few are over it ("teh" 3.04, "abd"
-3.1) and stay as written. A word of no vowels ("HTML", "CDN", "THW") is kept in any case (``protection``).
+be counted ("hsi" 2.6, "thre" 2.2) stay under the line and are read as words, and so are those over it that codespell
+records as misspellings ("teh", "alot", "abd") and contractions written without their apostrophe ("dont", "thats":
+``protection.CONTRACTIONS_WITHOUT_APOSTROPHE``, read with it). A word of no vowels ("HTML", "CDN", "THW") is kept in any
+case (``protection``).
 
     python recipes/make_capital_words.py
 """
@@ -22,23 +24,26 @@ from pathlib import Path
 
 from wordfreq import iter_wordlist, zipf_frequency
 
-from seq2spec.spelling.classical import word_counts
-from seq2spec.spelling.protection import CAPITAL_WORDS_PATH
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from make_current_words import recorded_misspellings  # noqa: E402
+
+from seq2spec.spelling.classical import word_counts  # noqa: E402
+from seq2spec.spelling.protection import CAPITAL_WORDS_PATH, CONTRACTIONS_WITHOUT_APOSTROPHE  # noqa: E402
 
 MIN_ZIPF = 3.0
 MIN_LETTERS, MAX_LETTERS = 2, 8
 
 
 def capital_words(min_zipf: float = MIN_ZIPF) -> list[str]:
-    """wordfreq's English words at ``min_zipf`` or more, of plain letters, that symspellpy does not count, commonest
-    first."""
+    """wordfreq's English words at ``min_zipf`` or more, of plain letters, that symspellpy does not count and that are
+    no recorded misspelling or contraction without its apostrophe, commonest first."""
     pattern = re.compile(rf"[a-z]{{{MIN_LETTERS},{MAX_LETTERS}}}")
-    known = word_counts()
+    left_out = set(word_counts()) | recorded_misspellings() | set(CONTRACTIONS_WITHOUT_APOSTROPHE)
     found = []
     for word in iter_wordlist("en", "large"):
         if zipf_frequency(word, "en") < min_zipf:
             break  # the list is in order of frequency
-        if pattern.fullmatch(word) and word not in known:
+        if pattern.fullmatch(word) and word not in left_out:
             found.append(word)
     return found
 
@@ -51,8 +56,8 @@ def main(argv: list[str] | None = None) -> int:
     words = capital_words(args.min_zipf)
     header = (
         f"# words kept as written in a text written in capitals: {len(words)} words of {MIN_LETTERS}-{MAX_LETTERS} "
-        f"letters wordfreq counts at Zipf {args.min_zipf} or more and symspellpy's dictionary lacks, commonest first "
-        "(recipes/make_capital_words.py)"
+        f"letters wordfreq counts at Zipf {args.min_zipf} or more and symspellpy's dictionary lacks, no misspelling "
+        "codespell records or contraction without its apostrophe, commonest first (recipes/make_capital_words.py)"
     )
     args.out.write_text("\n".join([header, *words]) + "\n", encoding="utf-8")
     print(f"{len(words)} words -> {args.out}", file=sys.stderr)

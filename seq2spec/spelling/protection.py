@@ -1201,10 +1201,8 @@ def shouted_words(words: list[str]) -> set[int]:
             continue
         if not _VOWEL.search(core):
             continue
-        lower, title = word.lower(), titled[index]
-        if any(keep(lower) for keep in (is_technical, is_informal, is_current_word)):
-            continue
-        if is_current_word(title) or is_place_name(title):
+        lower = word.lower()
+        if any(keep(lower) for keep in (is_technical, is_informal, is_current_word)) or is_place_name(titled[index]):
             continue
         found.add(index)
     return found
@@ -1235,10 +1233,8 @@ def _shouted_code_read_lower(laid: list[Word]) -> None:
     """In a text written in capitals, kept words of capitals and other characters (``~/.GRADLE/CACHES``,
     ``--PREFER-OFFLINE``) read in lower case, as such words are written: the model dropped the words before them."""
     for index, word in enumerate(laid):
-        letters = [character for character in word.reads if character.isalpha()]
-        if word.kind is Kind.KEPT and letters and word.reads.isupper() and not word.reads.isalpha():
-            if not _AROUND.match(word.reads).group(1).isalpha():
-                laid[index] = Word(word.text, word.reads.lower(), word.kind, word.markup)
+        if word.kind is Kind.KEPT and word.reads.isupper() and not _AROUND.match(word.reads).group(1).isalpha():
+            laid[index] = Word(word.text, word.reads.lower(), word.kind, word.markup)
 
 
 _SENTENCE_STOP = re.compile(r"[.!?][\"'\u2019\u201d)\]]*$")

@@ -485,7 +485,7 @@ def main() -> None:
     table = markdown(rows, title, failures).replace("| -1 |", "| long form |")
     Path(f"{stem}.md").write_text(table)
     if any(r.batch_size > 0 for r in rows):
-        plot([r for r in rows if r.batch_size > 0], stem)
+        plot([r for r in rows if r.batch_size > 0], stem, title="Whisper base + draft")
     print()
     print(table)
     if not all(r.identical_to_greedy for r in rows if not r.method.startswith(("faster-whisper", "hf pipeline"))):

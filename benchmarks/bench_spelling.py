@@ -218,7 +218,7 @@ def markdown(rows: list[Row], machine: str, failures: dict[str, str] | None = No
     return "\n".join(lines) + "\n"
 
 
-def plot(rows: list[Row], stem: Path) -> None:
+def plot(rows: list[Row], stem: Path, title: str = "Shipped speller pair") -> None:
     try:
         import matplotlib
 
@@ -238,7 +238,7 @@ def plot(rows: list[Row], stem: Path) -> None:
     axis.set_xscale("log", base=2)
     axis.set_xlabel("batch size")
     axis.set_ylabel("speedup over big.generate greedy")
-    axis.set_title("Shipped speller pair")
+    axis.set_title(title)
     axis.legend(fontsize=7)
     figure.tight_layout()
     figure.savefig(f"{stem}_speedup.png", dpi=120)

@@ -71,6 +71,56 @@ def test_a_word_that_starts_a_sentence_has_its_own_margin():
             CapitalCheck(score, correct_word=correct_word, **margins)
 
 
+def test_a_slip_of_a_months_or_weekdays_name_has_the_first_words_margin():
+    """A capital says nothing of a name where the word is a month's or weekday's: "Thrusday" within a sentence is
+    weighed as a sentence's first word is."""
+    neighbours = {"thrusday": "thursday", "xen": "men"}
+    originals = ["Closed on Thrusday", "Closed on Xen"]
+    _, found = candidates(originals, originals, originals, neighbours.get)
+    assert [(c.replacement, c.initial, c.calendar) for c in found] == [("Thursday", False, True), ("Men", False, False)]
+    scores = {"Closed on Thrusday": 0.0, "Closed on Thursday": -8.0, "Closed on Xen": 0.0, "Closed on Men": -8.0}
+
+    def score(texts: list[str], outputs: list[str]) -> list[float]:
+        return [scores[output] for output in outputs]
+
+    check = CapitalCheck(score, margin=6.0, initial_margin=9.0, correct_word=neighbours.get)
+    assert check(originals, originals, originals) == ["Closed on Thursday", "Closed on Xen"]
+
+
+def test_a_non_word_made_into_a_far_word_has_the_nearer_word_weighed():
+    """The shipped speller wrote "pastor" for "pasport" and "mouth" for "motnh": dictionary words two edits away
+    where one is one edit away."""
+    known = {"bring", "your", "passport", "pastor", "the", "month", "mouth", "ended", "best", "bit", "is", "it", "what"}
+    neighbours = {"pasport": "passport", "motnh": "month", "bst": "best", "qt": "it"}
+
+    def neighbour(word: str) -> str | None:
+        return word if word in known else neighbours.get(word)
+
+    originals = ["bring your pasport", "the motnh ended", "the motnh ended", "bst is", "Bring your pasport", "Qt is"]
+    outputs = ["bring your pastor", "the month ended", "the mouth ended", "bit is", "Bring your pastor", "What is"]
+    _, found = candidates(originals, originals, outputs, neighbour, ("nearer",), known.__contains__)
+    assert [(c.text, c.replacement, c.nearer) for c in found] == [
+        (0, "passport", True),
+        (2, "month", True),
+        (4, "passport", True),  # in the output word's case
+    ]  # 1: the model wrote the nearer word; 3: its word is one edit away too; 5: a capitalised word made into one
+    # three edits away, which keep_unknown_words gives back (the speller wrote "What" for "Qt")
+    assert candidates(originals, originals, outputs, neighbour, ("title", "lower"), known.__contains__)[1] == []
+    scores = {"bring your pastor": 0.0, "bring your passport": -5.0, "the mouth ended": 0.0, "the month ended": -8.0}
+
+    def score(texts: list[str], outputs: list[str]) -> list[float]:
+        return [scores[output] for output in outputs]
+
+    check = CapitalCheck(score, None, neighbour, nearer_margin=6.0, is_word=known.__contains__)
+    assert check(originals[:3], originals[:3], outputs[:3]) == [
+        "bring your passport",
+        "the month ended",
+        "the mouth ended",
+    ]
+    with pytest.raises(ValueError, match="nearer_margin"):
+        CapitalCheck(score, correct_word=neighbour, nearer_margin=-1.0)
+
+
 def test_a_texts_own_output_is_scored_once_for_all_its_candidates():
     scored = []
 
@@ -135,6 +185,32 @@ def test_correct_checks_capitalised_typos_the_speller_copied():
     assert not Seq2SeqSpeculator(big, small, tokenizer).spelling.check_capitals
     with pytest.raises(TypeError, match="check_capitals"):
         speculator.correct(texts, check_capitals="yes")
+
+
+@needs_weights
+def test_correct_fixes_slips_of_months_and_weekdays_and_keeps_names_beside_them():
+    """The shipped speller wrote "Number" for "Novmber" (read as "novmber") and copied "Febuary", "Thrusday"."""
+    texts = [
+        "The invoice for Novmber is attached.",
+        "It usually snows in Febuary.",
+        "The shop is closed on Thrusday.",
+        "Sundar Pichai spoke on Friday.",
+        "I met Frida and Avril in Paris.",
+    ]
+    assert Seq2SeqSpeculator().correct(texts) == [
+        "The invoice for November is attached.",
+        "It usually snows in February.",
+        "The shop is closed on Thursday.",
+        "Sundar Pichai spoke on Friday.",
+        "I met Frida and Avril in Paris.",
+    ]
+
+
+@needs_weights
+def test_correct_weighs_the_nearer_word_where_the_speller_wrote_a_far_one():
+    texts = ["Don't forget to bring your pasport!"]
+    assert Seq2SeqSpeculator().correct(texts, check_nearer_words=False)[0] == "Don't forget to bring your pastor!"
+    assert Seq2SeqSpeculator().correct(texts)[0] == "Don't forget to bring your passport!"
 
 
 @needs_weights

@@ -3,7 +3,7 @@ back."""
 
 from __future__ import annotations
 
-from seq2spec.spelling.capitals import fold_capitals
+from seq2spec.spelling.capitals import fold_capitals, is_calendar_slip
 
 # a stand-in for the classical checker: lower-case word -> its closest dictionary word, or None when none is close
 SUGGESTIONS = {"evory": "every", "ploicy": "policy", "teh": "the", "paris": "paris", "wrold": "world"}
@@ -40,3 +40,14 @@ def test_texts_without_folded_words_come_back_as_the_model_wrote_them():
     [folded] = fold_capitals(["Paris in the spring."], suggest)
     assert folded.text == "Paris in the spring."
     assert folded.restore("paris in the spring") == "paris in the spring"
+
+
+def test_a_slip_of_a_months_or_weekdays_name_keeps_its_capital():
+    """The shipped speller knows "November" capitalised: read as "novmber" it wrote "number"."""
+    suggestions = {"novmber": "november", "thrusday": "thursday", "evory": "every", "sundar": "sunday"}
+    [folded] = fold_capitals(["Evory Novmber and Thrusday, Sundar said."], suggestions.get)
+    # "Sundar" is a name of its own (protection.name_words): folded as any other word
+    assert folded.text == "evory Novmber and Thrusday, sundar said."
+    assert is_calendar_slip("Febuary", "february") and is_calendar_slip("wendesday", "wednesday")
+    assert not is_calendar_slip("Avril", "april")  # a name
+    assert not is_calendar_slip("Evory", "every") and not is_calendar_slip("Xyzzy", None)

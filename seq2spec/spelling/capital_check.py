@@ -9,8 +9,9 @@ decide: for each capitalised word of the text that the dictionary does not know,
 dictionary word either, and which has a dictionary word one edit away, it scores the model's own output and the same
 output with that dictionary word in the word's place (the model's log-probability of each, teacher-forced on the
 text it read) and takes the dictionary word when its score is at most ``margin`` nats below the output's, or
-``initial_margin`` nats for a word that starts a sentence, whose capital says nothing of its being a name. Names the
-model is sure of stay; typos it merely copied get fixed.
+``initial_margin`` nats for a word that starts a sentence, whose capital says nothing of its being a name, and for a
+slip of a month's or weekday's name (``capitals.is_calendar_slip``), written capitalised as the name is ("Thrusday",
+"Agust"). Names the model is sure of stay; typos it merely copied get fixed.
 
 The same check serves lower-case words (``lower_margin``; ``correct(check_words=True)``): in text unlike its
 training sentences (technical prose) the speller copies plain typos too ("mempry", "gatway"). Turned round, it
@@ -21,12 +22,18 @@ So does a command or file format beside another technical word (``protection.tec
 the yaml file", where the model wrote "used"), which no word check changes where the model copied it; "thd" for
 "the" beside "cron" is a slip the model is sure of.
 
+A non-word the model made into a dictionary word two or more edits away while another dictionary word is one edit
+away ("pasport" -> "pastor", "motnh" -> "mouth", "chalenge" -> "change") gets that nearer word when the model scores
+it within ``nearer_margin`` nats of its own output (``correct(check_nearer_words=True)``): the model decodes greedily,
+and a word it would score nearly as high, one letter from the text, is the likelier fix.
+
 The result is no longer the model's greedy output for those words: like the other text steps it is off for models
 other than the shipped speller unless asked for (``correct(check_capitals=True)``). The default margins, 6.5 nats
 within a sentence and 11 at its start, were chosen on the speller's validation sentences (outside both evaluation
 sets, ``recipes/README.md``) as the pair that fixed the most typos net of the correct words it broke; the lower-case
-and change margins, 4 (12 for a word of five letters or more) and 5, likewise by ``recipes/tune_text_steps.py``, a
-broken word counted twice.
+change and nearer-word margins, 4 (12 for a word of five letters or more), 5 and 6, likewise by
+``recipes/tune_text_steps.py``, a broken word counted twice (4 and 8 for the nearer word fixed one and two typos more
+of 2,400 lines, none broken: 6 between them).
 """
 
 from __future__ import annotations
@@ -38,8 +45,9 @@ from dataclasses import dataclass
 import torch
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
+from seq2spec.spelling.capitals import is_calendar_slip
 from seq2spec.spelling.classical import WHITESPACE, WORD_TOKEN, WordAlignment, apply_case, case_pattern
-from seq2spec.spelling.dictionary_words import dictionary_checker
+from seq2spec.spelling.dictionary_words import NAME_EDITS, dictionary_checker, edit_distance
 from seq2spec.spelling.protection import technical_in_context
 from seq2spec.spelling.settings import DEFAULT_INITIAL_MARGIN, DEFAULT_MARGIN
 
@@ -59,7 +67,8 @@ class Candidate:
     """In text ``text``'s output, the word at ``pieces[piece]`` (of ``WordAlignment.pieces``) could be
     ``replacement``; ``initial``: the word starts a sentence of the text as written; ``lower``: it is written in
     lower case there; ``revert``: the replacement is the text's own word, which the model changed into another
-    dictionary word; ``letters``: the length of the text's word."""
+    dictionary word; ``letters``: the length of the text's word; ``calendar``: the replacement is a month's or
+    weekday's name; ``nearer``: the replacement is a dictionary word nearer the text's word than the model's."""
 
     text: int
     piece: int
@@ -68,6 +77,8 @@ class Candidate:
     lower: bool = False
     revert: bool = False
     letters: int = 0
+    calendar: bool = False
+    nearer: bool = False
 
 
 def _words(text: str) -> list[str]:
@@ -92,8 +103,9 @@ def candidates(
     starts a sentence when it is the text's first or the word before it ends in ".", "!" or "?". ``cases``: the
     case patterns of the words looked at (``"title"``, ``"lower"``); with ``"revert"``, an output word that replaced
     a dictionary word of the text with another dictionary word is a candidate too, the text's word its
-    replacement. ``is_word`` says which lower-case words are known (default: those ``correct_word`` leaves as they
-    are); a known word is never a non-word to check."""
+    replacement; with ``"nearer"``, one that replaced a non-word with a dictionary word two or more edits from it,
+    ``correct_word``'s suggestion its replacement. ``is_word`` says which lower-case words are known (default: those
+    ``correct_word`` leaves as they are); a known word is never a non-word to check."""
     if is_word is None:
         is_word = dictionary_checker(correct_word)
     alignments, found = [], []
@@ -118,11 +130,25 @@ def candidates(
                     if candidate is not None:
                         core = WORD_TOKEN.match(written).group(2)
                         lowered = case_pattern(core) == "lower"
-                        found.append(Candidate(index, aligned.words[j], candidate, initial, lowered, letters=len(core)))
-                    elif "revert" in cases and tag == "replace":
-                        kept = _kept_word(written, said, is_word)
+                        calendar = is_calendar_slip(core, WORD_TOKEN.match(candidate).group(2).lower())
+                        found.append(
+                            Candidate(
+                                index,
+                                aligned.words[j],
+                                candidate,
+                                initial,
+                                lowered,
+                                letters=len(core),
+                                calendar=calendar,
+                            )
+                        )
+                    elif tag == "replace":
+                        kept = _kept_word(written, said, is_word) if "revert" in cases else None
+                        nearer = _nearer_word(written, said, correct_word, is_word) if "nearer" in cases else None
                         if kept is not None:
                             found.append(Candidate(index, aligned.words[j], kept, initial, revert=True))
+                        elif nearer is not None:
+                            found.append(Candidate(index, aligned.words[j], nearer, initial, nearer=True))
     return alignments, found
 
 
@@ -133,6 +159,25 @@ def _kept_word(original: str, said: str, is_word: Callable[[str], bool]) -> str 
         return None
     core, word = WORD_TOKEN.match(original).group(2), WORD_TOKEN.match(said).group(2)
     return kept if is_word(core.lower()) and is_word(word.lower()) else None
+
+
+def _nearer_word(
+    original: str, said: str, correct_word: Callable[[str], str | None], is_word: Callable[[str], bool]
+) -> str | None:
+    """``said`` with the dictionary word one edit from the text's non-word in its place, where the model wrote a
+    dictionary word two or more edits from it; in ``said``'s case."""
+    source, output = WORD_TOKEN.match(original), WORD_TOKEN.match(said)
+    if source is None or output is None:
+        return None
+    core, word = source.group(2).lower(), output.group(2).lower()
+    if len(core) < 2 or not core.isalpha() or is_word(core) or not is_word(word):
+        return None
+    suggestion = correct_word(core)
+    if not suggestion or suggestion in (core, word) or edit_distance("DAMERAU_OSA")(core, word, 1) >= 0:
+        return None
+    if source.group(2)[:1].isupper() and edit_distance("DAMERAU_OSA")(core, word, NAME_EDITS - 1) < 0:
+        return None  # a capitalised word made into one this far: keep_unknown_words gives the name back ("Qt")
+    return output.group(1) + apply_case(suggestion, case_pattern(output.group(2)) or "lower") + output.group(3)
 
 
 def _written_back(original: str, said: str) -> str | None:
@@ -172,9 +217,10 @@ def _candidate(
 
 class CapitalCheck:
     """``check(originals, inputs, outputs)``: the outputs with the candidates (see ``candidates``) the model scores
-    within ``margin`` nats of its own output (``initial_margin`` for a word that starts a sentence, ``lower_margin``
-    for a word in lower case) replaced by their dictionary word. ``margin`` None: capitalised words are not checked;
-    ``lower_margin`` None: words in lower case are not."""
+    within ``margin`` nats of its own output (``initial_margin`` for a word that starts a sentence or a slip of a
+    month's or weekday's name, ``lower_margin`` for a word in lower case, ``revert_margin`` for a changed dictionary
+    word, ``nearer_margin`` for a nearer word) replaced by their dictionary word. ``margin`` None: capitalised words
+    are not checked; ``lower_margin``, ``revert_margin``, ``nearer_margin`` None: neither are those."""
 
     def __init__(
         self,
@@ -186,9 +232,11 @@ class CapitalCheck:
         revert_margin: float | None = None,
         long_lower_margin: float | None = None,
         is_word: Callable[[str], bool] | None = None,
+        nearer_margin: float | None = None,
     ) -> None:
         margins = [("margin", margin), ("initial_margin", initial_margin), ("lower_margin", lower_margin)]
         margins += [("revert_margin", revert_margin), ("long_lower_margin", long_lower_margin)]
+        margins += [("nearer_margin", nearer_margin)]
         for name, value in margins:
             if value is None and name != "initial_margin":
                 continue
@@ -205,11 +253,13 @@ class CapitalCheck:
         self.initial_margin = initial_margin
         self.lower_margin = lower_margin
         self.revert_margin = revert_margin
+        self.nearer_margin = nearer_margin
         self.long_lower_margin = long_lower_margin if long_lower_margin is not None else lower_margin
         self.correct_word = correct_word
 
     def __call__(self, originals: Sequence[str], inputs: Sequence[str], outputs: Sequence[str]) -> list[str]:
         margins = {"title": self.margin, "lower": self.lower_margin, "revert": self.revert_margin}
+        margins["nearer"] = self.nearer_margin
         cases = tuple(case for case, margin in margins.items() if margin is not None)
         alignments, found = candidates(originals, inputs, outputs, self.correct_word, cases, self.is_word)
         if not found:
@@ -238,9 +288,11 @@ class CapitalCheck:
     def margin_of(self, candidate: Candidate) -> float:
         if candidate.revert:
             return self.revert_margin
+        if candidate.nearer:
+            return self.nearer_margin
         if candidate.lower:
             return self.long_lower_margin if candidate.letters >= LONG_WORD_LETTERS else self.lower_margin
-        return self.initial_margin if candidate.initial else self.margin
+        return self.initial_margin if candidate.initial or candidate.calendar else self.margin
 
 
 def output_scorer(

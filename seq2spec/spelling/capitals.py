@@ -1,13 +1,15 @@
 """Capitalised words a dictionary does not know, given to a corrector in lower case and given their capital back.
 
 The shipped speller fixes a typo in a capitalised word far less often than the same typo in lower case ("Evory day"
-stays, "evory day" becomes "every day"): in its training text most capitalised words it does not know are names,
-which it learned to copy. ``fold_capitals`` writes such a word in lower case before the model reads it when the
-classical checker (``classical``: symspellpy's English dictionary) would change its lower-case form, that
-is when it is not a dictionary word but is close to one; names the checker knows ("Paris", "Monday") and words with
-no close dictionary word keep their case. ``FoldedTexts.restore`` then capitalises the model's word in the same
-place (the output's words aligned with the folded input's, case ignored; where the model split or merged words, the
-first word of its replacement), so "Evory day" comes back as "Every day".
+stays, "evory day" becomes "every day"): in its training text most capitalised words it does not know are names, which
+it learned to copy. ``fold_capitals`` writes such a word in lower case before the model reads it when the classical
+checker (``classical``: symspellpy's English dictionary) would change its lower-case form, that is when it is not a
+dictionary word but is close to one; names the checker knows ("Paris", "Monday") and words with no close dictionary word
+keep their case, as does a slip of a month's or weekday's name (``is_calendar_slip``): the model knows those capitalised
+and read "novmber" as "number"; the capital check (``capital_check``) then weighs the name itself ("Novmber" ->
+"November"). ``FoldedTexts.restore`` then capitalises the model's word in the same place (the output's words aligned
+with the folded input's, case ignored; where the model split or merged words, the first word of its replacement), so
+"Evory day" comes back as "Every day".
 
 The model's output for the folded text is still its own greedy output for that text; only the input and the
 restored capitals differ from a plain call. A name close to a dictionary word ("Bash", "Unix") is folded too, and
@@ -26,6 +28,22 @@ from seq2spec.spelling.classical import WHITESPACE, WORD_TOKEN, WordAlignment, c
 
 _FIRST_LETTER = re.compile(r"[A-Za-z]")
 
+# names written with a capital wherever they stand, so a capitalised slip of one says nothing of its being another
+# name: kept capitalised for the model to read, and weighed by the capital check with a sentence's first-word margin
+CALENDAR_NAMES = frozenset(
+    "january february march april may june july august september october november december "
+    "monday tuesday wednesday thursday friday saturday sunday".split()
+)
+
+
+def is_calendar_slip(word: str, suggestion: str | None) -> bool:
+    """Whether ``word``, whose dictionary neighbour is ``suggestion``, is a slip of a month's or weekday's name rather
+    than a name of its own: ``protection.name_words`` holds the names one edit from such a name ("Sundar", "Avril",
+    "Movember"), which keep the steps of any other word."""
+    from seq2spec.spelling.protection import name_words
+
+    return suggestion in CALENDAR_NAMES and word.lower() not in name_words()
+
 
 def _fold_token(token: str, correct_word: Callable[[str], str | None]) -> str | None:
     """The token with its word in lower case, or None when it keeps its case."""
@@ -37,8 +55,8 @@ def _fold_token(token: str, correct_word: Callable[[str], str | None]) -> str | 
         return None
     lower = core.lower()
     suggestion = correct_word(lower)
-    if not suggestion or suggestion == lower:  # a dictionary word, or nothing close to one
-        return None
+    if not suggestion or suggestion == lower or is_calendar_slip(lower, suggestion):  # a dictionary word, nothing
+        return None  # close to one, or a slip of a month's or weekday's name, which the model knows capitalised
     return before + lower + after
 
 

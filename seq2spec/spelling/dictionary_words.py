@@ -228,7 +228,7 @@ def _word_made_another(written: list[str], made: list[str]) -> bool:
     pair = _one_for_one(written, made)
     if pair is None or not (pair[0].isalpha() and pair[1].isalpha()) or pair[0] == pair[1]:
         return False
-    return _edit_distance("DAMERAU_OSA")(*pair, WORD_EDITS - 1) < 0
+    return edit_distance("DAMERAU_OSA")(*pair, WORD_EDITS - 1) < 0
 
 
 def _one_for_one(written: list[str], made: list[str]) -> tuple[str, str] | None:
@@ -249,11 +249,11 @@ def _name_made_a_word(written: list[str], made: list[str]) -> bool:
     pair = _one_for_one(written, made)
     if pair is None or not written[0][:1].isupper():
         return False
-    return _edit_distance("DAMERAU_OSA")(*pair, NAME_EDITS - 1) < 0
+    return edit_distance("DAMERAU_OSA")(*pair, NAME_EDITS - 1) < 0
 
 
 @cache
-def _edit_distance(algorithm: str) -> Callable[[str, str, int], int]:
+def edit_distance(algorithm: str) -> Callable[[str, str, int], int]:
     """symspellpy's edit distance by ``algorithm``'s name: ``(a, b, most) -> distance``, -1 when over ``most``."""
     from symspellpy.editdistance import DistanceAlgorithm, EditDistance
 
@@ -269,7 +269,7 @@ def word_groups(sources: list[str], outputs: list[str]) -> Groups:
     """``sources`` and the ``outputs`` a corrector wrote for them, cut into groups at least cost: words written one
     for one, split, merged, dropped or added, the cost of a group the edits between its letters (spaces and case
     ignored). Each group is ``((start, end) in sources, (start, end) in outputs)``, in order."""
-    distance = _edit_distance("LEVENSHTEIN")
+    distance = edit_distance("LEVENSHTEIN")
     n, m = len(sources), len(outputs)
     best: dict[tuple[int, int], tuple[float, tuple[int, int] | None]] = {(0, 0): (0.0, None)}
     for i in range(n + 1):

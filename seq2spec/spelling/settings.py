@@ -19,6 +19,7 @@ DEFAULT_INITIAL_MARGIN = 11.0  # the first word of a sentence
 DEFAULT_WORD_MARGIN = 4.0  # a word in lower case
 DEFAULT_LONG_WORD_MARGIN = 12.0  # a word in lower case of five letters or more
 DEFAULT_CHANGE_MARGIN = 5.0  # a dictionary word the model changed into another
+DEFAULT_NEARER_MARGIN = 6.0  # a non-word the model made into a dictionary word farther than another
 
 
 def _setting(default: Any, description: str, **metadata: Any) -> Any:
@@ -72,6 +73,13 @@ class SpellingSettings:
         "nats of its own output",
     )
     change_check_margin: float = _setting(DEFAULT_CHANGE_MARGIN, "the change check's margin, in nats")
+    check_nearer_words: bool = _setting(
+        False,
+        "where the model made a non-word into a dictionary word two or more edits away while another is one edit away "
+        "(pasport -> pastor, not passport), take the nearer word if the model scores it within nearer_word_margin "
+        "nats of its own output",
+    )
+    nearer_word_margin: float = _setting(DEFAULT_NEARER_MARGIN, "the nearer-word check's margin, in nats")
     keep_dictionary_words: bool = _setting(
         False,
         "where the model made a dictionary word into a word no English dictionary knows, or merged dictionary words "
@@ -124,8 +132,8 @@ class SpellingSettings:
 
     @property
     def checks_scores(self) -> bool:
-        """Whether a step scores outputs with the model (the checks of capitals, words and changes)."""
-        return self.check_capitals or self.check_words or self.check_changes
+        """Whether a step scores outputs with the model (the checks of capitals, words, changes and nearer words)."""
+        return self.check_capitals or self.check_words or self.check_changes or self.check_nearer_words
 
     @classmethod
     def field_names(cls) -> tuple[str, ...]:
@@ -151,18 +159,19 @@ def settings_of(model: object) -> SpellingSettings:
 
 
 SPELLER_SENTENCE_CHARS = 140  # the longest training sentence of the shipped speller (recipes/speller_data.py)
-# The text steps the shipped speller (seq2spec.default_models.load_speller) runs with (recipes/README.md measures
-# each): what it cannot write or must not change kept as written, sentence pieces of at most the length it trained on,
-# capitals folded, non-words it left and dictionary words it changed into others checked, dictionary and unknown words
-# it garbled kept, words in the writer's variety of English and words repeated on purpose kept, text in another
-# script or confidently in another language (it knows English only) returned as written (seq2spec.spelling.languages),
-# and so is a text it looped on.
+# The text steps the shipped speller (seq2spec.default_models.load_speller) runs with (recipes/README.md measures each):
+# what it cannot write or must not change kept as written, sentence pieces of at most the length it trained on, capitals
+# folded, non-words it left, dictionary words it changed into others and non-words it made into far words checked,
+# dictionary and unknown words it garbled kept, words in the writer's variety of English and words repeated on purpose
+# kept, text in another script or confidently in another language (it knows English only) returned as written
+# (seq2spec.spelling.languages), and so is a text it looped on.
 SPELLER_SETTINGS = SpellingSettings(
     split_longer_than=SPELLER_SENTENCE_CHARS,
     fold_capitals=True,
     check_capitals=True,
     check_words=True,
     check_changes=True,
+    check_nearer_words=True,
     keep_dictionary_words=True,
     keep_unknown_words=True,
     keep_spelling_varieties=True,

@@ -18,7 +18,8 @@ them and sorts each word into one of three kinds:
   ast``: ``measurement_units``), the pronoun ``thee`` (``archaic_pronouns``) and old verb forms (``goeth``, ``thou
   sayest``: ``archaic_verbs``), a symbol written twice in a row (``A+++``), an address abbreviation beside a name or a
   number (``Oak Rd``, ``Hwy 9``: ``address_abbreviations``), the shorthand of clinical notes where two or more of it
-  meet (``po bid prn``: ``clinical_abbreviations``), a greeting the model takes for a slip (``hey dan``: ``greetings``),
+  meet (``po bid prn``: ``clinical_abbreviations``), a title and the name after it (``Ms Rose``, ``Aunt Bee's``:
+  ``honorific_names``), a greeting the model takes for a slip (``hey dan``: ``greetings``),
   both parts of a word broken by a hyphen at a line's end (``infor- mation``: ``broken_words``; the model reads the word
   whole), a name within a sentence (``is_name_within_sentence``: ``Matteo``), informal writing (``is_informal``: a chat
   abbreviation such as ``lol``, ``idk``, ``thx``, an office abbreviation such as ``qty``, ``attn``, a colloquial
@@ -264,6 +265,31 @@ def name_runs(words: list[str]) -> set[int]:
         if within and unknown[index] and unknown[index + 1] and words[index][-1:].isalpha():
             found.update((index, index + 1))
     return found
+
+
+# titles written before a name: "Ms Rose", "Dr Nkemelu", "Aunt Bee" (the speller wrote "Mas Rose", "Aunt Beer's")
+HONORIFICS = frozenset("mr mrs ms mx dr prof aunt auntie aunty uncle grandma grandpa granny nana sir dame".split())
+
+
+def honorific_names(words: list[str]) -> set[int]:
+    """The indices of ``words`` (whitespace-free) that are a capitalised title of ``HONORIFICS`` (``Ms``, ``Dr.``)
+    before a capitalised word, and that word where a dictionary knows it (``Rose``, ``Bee's``: a name the model would
+    take for the word); a name no dictionary knows stays the model's, typos and all ("Mr. Qbernathy", "Sir Isaqac")."""
+    from seq2spec.spelling.classical import is_dictionary_word
+
+    found = set()
+    for index in range(len(words) - 1):
+        title = _TITLE.fullmatch(words[index])
+        name = _POSSESSIVE.sub("", _AROUND.match(words[index + 1]).group(1))
+        if title and title.group(1).lower() in HONORIFICS and name[:1].isupper() and name[1:].islower():
+            found.add(index)
+            if is_dictionary_word(name.lower()):
+                found.add(index + 1)
+    return found
+
+
+_TITLE = re.compile(r"([A-Z][a-z]+)\.?")
+_POSSESSIVE = re.compile(r"['\u2019]s$")
 
 
 def _capitalised_unknown(word: str) -> bool:
@@ -959,6 +985,7 @@ class Layout:
         kept.update(foreign_phrase_spans(words))
         kept.update(place_name_spans(words))
         kept.update(name_runs(words))
+        kept.update(honorific_names(words))
         kept.update(measurement_units(words))
         kept.update(archaic_pronouns(words))
         kept.update(archaic_verbs(words))

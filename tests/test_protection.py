@@ -740,7 +740,7 @@ def test_the_shipped_speller_keeps_names_within_a_sentence():
 
 
 def test_a_title_and_a_dictionary_word_naming_someone_after_it_are_kept():
-    """The shipped speller wrote "Mas Rose" for "Ms Rose" and "Aunt Beer's" for "Aunt Bee's"."""
+    """The shipped speller wrote "Mas Rose" for "Ms Rose", "Aunt Beer's" for "Aunt Bee's" and "Get." for "Det."."""
 
     def kept(text: str) -> list[str]:
         words = text.split()
@@ -748,6 +748,7 @@ def test_a_title_and_a_dictionary_word_naming_someone_after_it_are_kept():
 
     assert kept("Ms Rose signed it.") == ["Ms", "Rose"]
     assert kept("so Aunt Bee's pie and Uncle Bob’s car") == ["Aunt", "Bee's", "Uncle", "Bob’s"]
+    assert kept("Det. Benson and Sgt. Pepper") == ["Det.", "Benson", "Sgt.", "Pepper"]
     assert kept("Mr. and Mrs. Brown came, then Dr. Nkemelu.") == ["Mrs.", "Brown", "Dr."]  # a name no dictionary knows
     # stays the model's: a typo in it may be fixed ("Mr. Qbernathy")
     for text in ["the 10 ms delay", "Dr, Smith", "MR SMITH", "Aunt may come", "Mister Brown"]:
@@ -756,8 +757,9 @@ def test_a_title_and_a_dictionary_word_naming_someone_after_it_are_kept():
 
 @needs_weights
 def test_the_shipped_speller_keeps_a_title_and_the_word_naming_someone():
-    texts = ["Ms Rose signed the form.", "Aunt Bee's making her famous pie.", "Sir Isaqac Newton was right."]
-    assert _shipped().correct(texts) == texts[:2] + ["Sir Isaac Newton was right."]
+    texts = ["Ms Rose signed the form.", "Aunt Bee's making her famous pie.", "Det. Benson took notes."]
+    texts.append("Sir Isaqac Newton was right.")
+    assert _shipped().correct(texts) == texts[:3] + ["Sir Isaac Newton was right."]
 
 
 def test_a_word_broken_by_a_hyphen_at_a_line_end_is_read_whole_and_kept():

@@ -267,8 +267,12 @@ def name_runs(words: list[str]) -> set[int]:
     return found
 
 
-# titles written before a name: "Ms Rose", "Dr Nkemelu", "Aunt Bee" (the speller wrote "Mas Rose", "Aunt Beer's")
-HONORIFICS = frozenset("mr mrs ms mx dr prof aunt auntie aunty uncle grandma grandpa granny nana sir dame".split())
+# titles written before a name: "Ms Rose", "Dr Nkemelu", "Aunt Bee", "Det. Benson" (the speller wrote "Mas Rose",
+# "Aunt Beer's", "Get. Benson")
+HONORIFICS = frozenset(
+    "mr mrs ms mx dr prof aunt auntie aunty uncle grandma grandpa granny nana sir dame "
+    "capt col det fr gen gov insp lt msgr pres rep rev sen sgt supt".split()
+)
 
 
 def honorific_names(words: list[str]) -> set[int]:

@@ -3,16 +3,20 @@
 #
 #   bash recipes/distill_on_gpu.sh WORK_DIR [distill_whisper_draft.py options ...]
 #
-# WORK_DIR holds manifest.jsonl and the speech it names, made on CPU cores by `--stage data` (speaking is CPU work).
-# Move the folder to the GPU machine under the same path relative to where the script runs (pieces for a transfer:
-# `tar cf - WORK_DIR | split -b 50M - draft_data.`, joined there with `cat draft_data.* | tar xf -`); the held-out
-# real clips come from Debian's pocketsphinx-testdata, which must be installed there too. Encoding batches 64 clips
-# and training takes the options given (e.g. `--batch-size 64 --steps 600 --lr 6e-4`). A stage's output is kept, so
-# a rerun after an interruption resumes. DEVICE=cpu runs the same stages on the CPU (to try it with a tiny setting).
+# WORK_DIR holds manifest.jsonl and the speech it names, made on CPU cores by `--stage data` (speaking is CPU work);
+# `pack_draft_speech.py --out WORK_DIR RUN ...` merges several data runs into one, training clips as Ogg/Opus at
+# 14 kb/s and held-out clips (librivox's among them) as FLAC, so that 20 h of speech fit in about 150 MB. Move the
+# folder to the GPU machine under the same path relative to where the script runs (pieces for a transfer:
+# `tar cf - WORK_DIR | split -b 50M - draft_data.`, joined there with `cat draft_data.* | tar xf -`). Encoding
+# batches 128 clips (their audio read by 16 threads, their log-mel features made on the GPU) and training takes the
+# options given (e.g. `--batch-size 64 --steps 1500 --lr 2e-4 --init-draft seq2spec/assets/whisper_base_draft`),
+# its encoder outputs held on the GPU. A stage's output is kept, so a rerun after an interruption resumes.
+# DEVICE=cpu runs the same stages on the CPU (to try it with a tiny setting).
 set -euo pipefail
 work=${1:?usage: distill_on_gpu.sh WORK_DIR [distill_whisper_draft.py options ...]}
 shift
 device=${DEVICE:-cuda}
+threads=${THREADS:-$(nproc)}  # CPU threads of each stage (the draft's data loading, a CPU trial's work)
 recipe="$(dirname "$0")/distill_whisper_draft.py"
 python - "$work" <<'CHECK'
 import json, pathlib, sys
@@ -25,6 +29,6 @@ if missing:
 CHECK
 for stage in encode train eval; do
     started=$SECONDS
-    python "$recipe" --stage "$stage" --work-dir "$work" --device "$device" --encode-batch 64 "$@"
+    python "$recipe" --stage "$stage" --work-dir "$work" --device "$device" --encode-batch 128 --threads "$threads" "$@"
     echo "$stage: $((SECONDS - started)) s on $device" | tee -a "$work/stage_times.txt"
 done

@@ -46,6 +46,7 @@ import sys
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -76,6 +77,9 @@ UNSEEN_VOICES_SPLIT = "heldout_voices"
 def LONG_SETS(args) -> list[tuple[str, int]]:  # noqa: N802 - a table computed from the options
     return [("train_long", args.long_clips), ("heldout_long", args.heldout_long_clips)]
 
+
+READ_THREADS = 16  # audio files decoded side by side in the encode stage
+TOP_K_ROWS = 32  # clips whose full next-token distribution is held at once in the encode stage
 
 PROMPT_NO_TIMESTAMPS = ("<|startoftranscript|>", "<|en|>", "<|transcribe|>", "<|notimestamps|>")
 PROMPT_TIMESTAMPS = PROMPT_NO_TIMESTAMPS[:3]
@@ -348,12 +352,21 @@ def prompt_ids(tokenizer, timestamps: bool) -> list[int]:
     return tokenizer.convert_tokens_to_ids(list(PROMPT_TIMESTAMPS if timestamps else PROMPT_NO_TIMESTAMPS))
 
 
+def read_clip(path: Path) -> np.ndarray:
+    """A clip as 16 kHz mono float32, whatever its file's rate and channels (WAV, FLAC, Ogg/Opus)."""
+    samples, rate = soundfile.read(path, dtype="float32", always_2d=True)
+    samples = samples.mean(axis=1)
+    return samples if rate == RATE else soxr.resample(samples, rate, RATE).astype(np.float32)
+
+
 @torch.inference_mode()
 def encode_chunk(big, processor, records: list[dict], timestamps: list[bool], top_k: int, max_new_tokens: int) -> dict:
     from transformers.modeling_outputs import BaseModelOutput
 
-    audio = [soundfile.read(r["path"], dtype="float32")[0] for r in records]
-    features = processor.feature_extractor(audio, sampling_rate=RATE, return_tensors="pt").input_features
+    with ThreadPoolExecutor(max_workers=READ_THREADS) as pool:  # decoding (Ogg/Opus, FLAC) releases the GIL
+        audio = list(pool.map(lambda r: read_clip(Path(r["path"])), records))
+    device = str(big.device)  # the log-mel features on the GPU too when base is there
+    features = processor.feature_extractor(audio, sampling_rate=RATE, return_tensors="pt", device=device).input_features
     encoded = big.model.encoder(features.to(big.device)).last_hidden_state
     tokenizer = processor.tokenizer
     sequences = []
@@ -384,16 +397,21 @@ def encode_chunk(big, processor, records: list[dict], timestamps: list[bool], to
     lengths = torch.tensor([len(s) for s in sequences])
     for row, tokens in enumerate(sequences):
         ids[row, : len(tokens)] = torch.tensor(tokens)
-    logits = big(encoder_outputs=(encoded,), decoder_input_ids=ids.to(big.device)).logits.float()
-    top = logits.log_softmax(-1).topk(top_k, dim=-1)
+    top_values, top_indices = [], []
+    for start in range(0, len(ids), TOP_K_ROWS):  # [rows, tokens, 51,865] logits, a few rows at a time
+        rows = slice(start, start + TOP_K_ROWS)
+        logits = big(encoder_outputs=(encoded[rows],), decoder_input_ids=ids[rows].to(big.device)).logits.float()
+        top = logits.log_softmax(-1).topk(top_k, dim=-1)
+        top_values.append(top.values.to(torch.float16).cpu())
+        top_indices.append(top.indices.to(torch.int32).cpu())
     prompt_lengths = torch.tensor([len(prompt_ids(tokenizer, t)) for t in timestamps])
     return {
         "encoded": encoded.to(torch.float16).cpu(),
         "ids": ids,
         "lengths": lengths,
         "prompt_lengths": prompt_lengths,
-        "top_logprobs": top.values.to(torch.float16).cpu(),
-        "top_ids": top.indices.to(torch.int32).cpu(),
+        "top_logprobs": torch.cat(top_values),
+        "top_ids": torch.cat(top_indices),
         "texts": [tokenizer.decode(s, skip_special_tokens=True).strip() for s in sequences],
     }
 
@@ -452,14 +470,17 @@ def stage_encode(args) -> None:
 
 
 class EncodedSet:
-    """Encoder outputs and base's labels of one or more splits, held in memory (fp16)."""
+    """Encoder outputs and base's labels of one or more splits, held in memory (fp16); the encoder outputs on
+    ``device`` when given (a GPU holds a few thousand clips' and gathers batches from them without copies)."""
 
-    def __init__(self, *folders: Path):
+    def __init__(self, *folders: Path, device: str | torch.device | None = None):
         chunks = [torch.load(p) for folder in folders for p in sorted(folder.glob("*.pt"))]
         if not chunks:
             names = ", ".join(str(f) for f in folders)
             raise FileNotFoundError(f"{names}: no encoded chunks; run --stage encode first")
-        self.encoded = torch.cat([c["encoded"] for c in chunks])
+        self.encoded = torch.cat([c.pop("encoded") for c in chunks])
+        if device is not None:
+            self.encoded = self.encoded.to(device)
         self.items = []  # (chunk row index, ids, prompt length, top ids, top log-probs)
         offset = 0
         for chunk in chunks:
@@ -494,7 +515,8 @@ class EncodedSet:
             mask[row, prompt - 1 : length - 1] = True  # from the last prompt token to the one before EOS
             top_ids[row, :length] = ids_k
             top_logprobs[row, :length] = logprobs_k
-        encoded = self.encoded[[item[0] for item in chosen]].float()
+        rows = torch.tensor([item[0] for item in chosen], device=self.encoded.device)
+        encoded = self.encoded[rows].float()
         return {"ids": ids, "mask": mask, "top_ids": top_ids, "top_logprobs": top_logprobs, "encoded": encoded}
 
 
@@ -554,6 +576,13 @@ def new_draft(args, big):
         if not frozen:
             trainable.append(parameter)
     return draft, trainable
+
+
+def trained_on(device: torch.device) -> str:
+    """Where the draft trains, in the model card's words: the GPU's name, or the CPU's core count."""
+    if device.type == "cuda":
+        return f"one {torch.cuda.get_device_name(device)}"
+    return f"a {torch.get_num_threads()}-thread CPU"
 
 
 def learning_rate(step: int, total: int, peak: float, warmup: int) -> float:
@@ -633,8 +662,11 @@ def stage_train(args) -> None:
         output_weight = big.proj_out.weight.detach()[output_tokens].clone()
         positions = torch.full((big.config.vocab_size,), -1, dtype=torch.long, device=big.device)
         positions[output_tokens] = torch.arange(len(output_tokens), device=big.device)
-    train = EncodedSet(*present_splits(args, TRAIN_SPLITS))
-    heldout = EncodedSet(args.work_dir / "encoded" / "heldout")
+    on_gpu = big.device.type == "cuda"
+    if on_gpu:  # the draft's training needs no float32 matrix products (its labels are fixed already)
+        torch.backends.cuda.matmul.allow_tf32 = True
+    train = EncodedSet(*present_splits(args, TRAIN_SPLITS), device=big.device if on_gpu else None)
+    heldout = EncodedSet(args.work_dir / "encoded" / "heldout", device=big.device if on_gpu else None)
     print(f"training on {len(train)} clips ({', '.join(f.name for f in present_splits(args, TRAIN_SPLITS))})")
     torch.manual_seed(args.seed)
     draft, trainable = new_draft(args, big)
@@ -693,6 +725,7 @@ def stage_train(args) -> None:
                 "step": step,
                 "elapsed": elapsed,
                 "train_cross_kv": args.train_cross_kv,
+                "trained_on": trained_on(big.device),
             }
             torch.save(state, checkpoint.with_suffix(".tmp"))
             checkpoint.with_suffix(".tmp").replace(checkpoint)
@@ -855,7 +888,7 @@ Its proposals are checked by base, so transcripts are base's greedy transcripts 
 
 ## Training
 - Made by `recipes/distill_whisper_draft.py` (seed {seed}): layers initialised from base's decoder layers
-  {init_layers}; trained {steps} steps (batch {batch_size}, peak lr {lr}) in {train_minutes} min on a 2-core CPU.
+  {init_layers}; trained {steps} steps (batch {batch_size}, peak lr {lr}) in {train_minutes} min on {trained_on}.
 {history}- Loss: cross-entropy with base's greedy next token + {kl_weight} x KL to base's top-{top_k} next-token
   distribution, teacher-forced on base's own greedy transcripts, over the draft's output vocabulary.
   Short clips: {timestamp_share:.0%} labelled with timestamps; long clips: {long_timestamp_share:.0%}.
@@ -911,7 +944,8 @@ def stage_export(args) -> None:
     metrics_path = args.work_dir / "metrics.json"
     metrics = json.loads(metrics_path.read_text()) if metrics_path.is_file() else stage_eval(args)
     big, _ = load_base(args, device="cpu")
-    draft, _ = load_trained(args, big)
+    draft, state = load_trained(args, big)
+    metrics["trained_on"] = state.get("trained_on", "a 2-core CPU")  # checkpoints from before the field: CPU runs
     if args.output_tokens:
         restrict_output_vocabulary(draft, torch.load(args.work_dir / "output_tokens.pt"))
     metrics.update(cost_ratios(big.config, len(draft.model.decoder.layers), metrics.get("output_tokens")))

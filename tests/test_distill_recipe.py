@@ -29,6 +29,43 @@ def test_a_short_last_chunk_is_redone_once_the_set_grows(tmp_path):
     assert distill_whisper_draft.chunks_to_encode(tmp_path, 70, 16) == [32, 48, 64]
 
 
+@pytest.mark.parametrize("layout", ["FLAC", "OGG"])
+def test_a_clip_of_any_rate_and_channels_is_read_as_16_khz_mono(tmp_path, layout):
+    import soundfile
+
+    rate = 24_000
+    tone = np.sin(2 * np.pi * 440 * np.arange(rate) / rate).astype(np.float32) * 0.5
+    path = tmp_path / f"clip.{layout.lower()}"
+    subtype = "OPUS" if layout == "OGG" else "PCM_16"
+    soundfile.write(path, np.stack([tone, tone], axis=1), rate, format=layout, subtype=subtype)
+    samples = distill_whisper_draft.read_clip(path)
+    assert samples.dtype == np.float32 and samples.ndim == 1
+    assert abs(len(samples) - 16_000) <= 16  # one second at 16 kHz
+    assert 0.3 < np.sqrt(np.mean(samples[2000:-2000] ** 2)) < 0.4  # the tone's level (0.5 / sqrt 2) kept
+
+
+def test_encoded_clips_held_on_a_device_give_the_same_batches(tmp_path):
+    folder = tmp_path / "train"
+    folder.mkdir()
+    torch.save(
+        {
+            "encoded": torch.randn(3, 4, 2).to(torch.float16),
+            "ids": torch.tensor([[1, 2, 3, 9], [1, 4, 9, 9], [1, 5, 6, 9]]),
+            "lengths": torch.tensor([4, 3, 4]),
+            "prompt_lengths": torch.tensor([1, 1, 1]),
+            "top_ids": torch.zeros(3, 4, 2, dtype=torch.int32),
+            "top_logprobs": torch.zeros(3, 4, 2, dtype=torch.float16),
+            "texts": ["a", "b", "c"],
+        },
+        folder / "000000.pt",
+    )
+    held = distill_whisper_draft.EncodedSet(folder)
+    placed = distill_whisper_draft.EncodedSet(folder, device="cpu")
+    first, second = held.batch([2, 0], pad_id=9), placed.batch([2, 0], pad_id=9)
+    assert torch.equal(first["encoded"], second["encoded"]) and torch.equal(first["ids"], second["ids"])
+    assert torch.equal(first["encoded"][0], held.encoded[2].float())
+
+
 def test_agreement_is_split_by_how_sure_base_is():
     predicted = torch.tensor([5, 6, 7, 8])
     top_ids = torch.tensor([[5, 1], [9, 6], [7, 2], [3, 8]])
@@ -90,3 +127,10 @@ def test_hibari_speaks_at_16_khz():
     slower = voices.speak("The library closes at six.", voices.Voice("hibari", "heart"), stretch=1.3, seed=1)
     assert samples.dtype == np.float32 and 0.8 * voices.RATE < len(samples) < 4 * voices.RATE
     assert np.array_equal(samples, again) and len(slower) > len(samples)
+
+
+def test_the_model_card_names_where_the_draft_trained():
+    torch.set_num_threads(2)
+    assert distill_whisper_draft.trained_on(torch.device("cpu")) == "a 2-thread CPU"
+    card = distill_whisper_draft.MODEL_CARD
+    assert "{trained_on}" in card and "2-core CPU" not in card

@@ -29,7 +29,9 @@ from pathlib import Path
 
 import soundfile
 
-TRAIN_SPLITS = ("train", "train_long")
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from distill_whisper_draft import TRAIN_SPLITS  # noqa: E402
+
 HELD_OUT_SPLITS = ("heldout", "heldout_long", "heldout_voices", "librivox")
 KEPT_SPLITS = ("asr_samples",)  # files of the repository: referenced where they are
 REAL_VOICE = "real"
@@ -89,7 +91,7 @@ def convert(record: dict, out: Path, training_writer: Callable[[Path, Path], Non
         return record
     seconds = soundfile.info(source).duration
     training = split in TRAIN_SPLITS
-    suffix = (".opus" if training_writer is opus_writer else ".flac") if training else ".flac"
+    suffix = ".opus" if training and training_writer is opus_writer else ".flac"
     target = out / "audio" / split / f"{record['source_run']}_{source.stem}{suffix}"
     if not target.is_file():  # a rerun converts only what is missing
         target.parent.mkdir(parents=True, exist_ok=True)

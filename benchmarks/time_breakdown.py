@@ -11,6 +11,7 @@ the shares, not the absolute numbers.
 
     python benchmarks/time_breakdown.py                      # long form, Whisper batch 16 clips, speller batch 1/16
     python benchmarks/time_breakdown.py --cases long-form --long-form other.wav
+    python benchmarks/time_breakdown.py --cases long-form --drafts shipped runs/draft --repeats 2  # in turn
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ import time
 from collections import defaultdict
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from functools import partial
 from pathlib import Path
 
 import torch
@@ -34,6 +36,7 @@ from seq2spec.drafts.graphed_whisper import StaticDraftRunner
 from seq2spec.drafts.lean_t5_encoder import LeanT5Encoder
 from seq2spec.memory import retain_freed_memory
 from seq2spec.whisper.audio import load_audio
+from seq2spec.whisper.draft import load_whisper_draft
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_asr import LANGUAGE, SAMPLES, short_clips  # noqa: E402
@@ -41,6 +44,7 @@ from bench_core import processor_name  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 SPELLER_SENTENCES = {1: 32, 16: 128}  # held-out sentences per speller case: one at a time, or in batches of 16
+SHIPPED = "shipped"  # --drafts: the shipped Whisper draft
 PARTS = ("encoder", "big forwards", "draft forwards", "logits processing", "loop and rest")
 
 
@@ -138,9 +142,22 @@ def measure(function: Callable[[], object], big: torch.nn.Module, device: torch.
     return {"wall": wall, "parts": parts, "big_forwards": rounds, "draft_forwards": drafts}
 
 
+def draft_method(draft: str, drafts: list[str]) -> str:
+    """The seq2spec method's name for ``draft``: plain ``seq2spec`` when the shipped draft is the only one."""
+    return "seq2spec" if drafts == [SHIPPED] else f"seq2spec {Path(draft).name}"
+
+
 def whisper_cases(args, device: torch.device) -> Iterator[tuple[str, str, Callable, torch.nn.Module]]:
-    big, draft, processor = load_whisper_base_pair(device=device, dtype=args.torch_dtype)
-    speculator = Seq2SeqSpeculator(big, draft, processor, draft_cuda_graphs=args.draft_cuda_graphs)
+    big, _, processor = load_whisper_base_pair(device=device, dtype=args.torch_dtype)
+    speculators = {
+        draft_method(draft, args.drafts): Seq2SeqSpeculator(
+            big,
+            load_whisper_draft(big, None if draft == SHIPPED else draft),
+            processor,
+            draft_cuda_graphs=args.draft_cuda_graphs,
+        )
+        for draft in args.drafts
+    }
     dtype = big.dtype
     if "long-form" in args.cases:
         audio = load_audio(args.long_form)
@@ -156,7 +173,8 @@ def whisper_cases(args, device: torch.device) -> Iterator[tuple[str, str, Callab
         mask = features["attention_mask"].to(device)
         kwargs = dict(attention_mask=mask, return_timestamps=True, **LANGUAGE)
         yield "whisper long form", "greedy", lambda: big.generate(inputs, **kwargs), big
-        yield "whisper long form", "seq2spec", lambda: speculator.generate(input_features=inputs, **kwargs), big
+        for method, speculator in speculators.items():
+            yield "whisper long form", method, partial(speculator.generate, input_features=inputs, **kwargs), big
     if "clips16" in args.cases:
         clips = short_clips()
         chunk = [clips[i % len(clips)] for i in range(16)]
@@ -164,7 +182,9 @@ def whisper_cases(args, device: torch.device) -> Iterator[tuple[str, str, Callab
         inputs = inputs.to(device, dtype)
         yield "whisper clips, batch 16", "encoder only", lambda: big.get_encoder()(inputs), big
         yield "whisper clips, batch 16", "greedy", lambda: big.generate(inputs, **LANGUAGE), big
-        yield "whisper clips, batch 16", "seq2spec", lambda: speculator.generate(input_features=inputs, **LANGUAGE), big
+        for method, speculator in speculators.items():
+            decode = partial(speculator.generate, input_features=inputs, **LANGUAGE)
+            yield "whisper clips, batch 16", method, decode, big
 
 
 def speller_cases(args, device: torch.device) -> Iterator[tuple[str, str, Callable, torch.nn.Module]]:
@@ -193,6 +213,17 @@ def speller_cases(args, device: torch.device) -> Iterator[tuple[str, str, Callab
         yield label, "seq2spec spell-checked copy", each(copying.generate), big
 
 
+Case = tuple[str, str, Callable, torch.nn.Module]  # case, method, the call to time, the big model
+
+
+def in_turn(cases: list[Case], repeats: int) -> Iterator[Case]:
+    """Every case once per repeat, in the order given, so that methods compared alternate rather than run back to back;
+    with several repeats each method is named with its run ("seq2spec (run 2)")."""
+    for repeat in range(repeats):
+        for case, method, function, big in cases:
+            yield case, (f"{method} (run {repeat + 1})" if repeats > 1 else method), function, big
+
+
 def markdown(results: list[dict], title: str) -> str:
     lines = [f"# Where the time goes\n\n{title}\n"]
     header = " | ".join(PARTS)
@@ -208,7 +239,7 @@ def markdown(results: list[dict], title: str) -> str:
     return "\n".join(lines) + "\n"
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument(
         "--cases",
@@ -223,30 +254,47 @@ def main() -> None:
         action="store_false",
         help="Whisper: run the draft's lean step eagerly on a CUDA device (what its CUDA graphs save)",
     )
+    parser.add_argument(
+        "--drafts",
+        nargs="+",
+        default=[SHIPPED],
+        help="Whisper drafts for the seq2spec rows: 'shipped' or folders of saved drafts (default: shipped)",
+    )
+    parser.add_argument(
+        "--repeats",
+        type=int,
+        default=1,
+        help="measure every case and method this many times, in turn (a host's run-to-run spread beside the gaps)",
+    )
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--dtype", default="float32", choices=["float32", "float16", "bfloat16"])
     parser.add_argument("--out", type=Path, default=Path(__file__).parent / "results")
     parser.add_argument("--name", default="time_breakdown_cpu")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
+    if args.repeats < 1:
+        parser.error("--repeats must be at least 1")
+    for draft in args.drafts:
+        if draft != SHIPPED and not Path(draft).is_dir():
+            parser.error(f"--drafts: {draft} is neither 'shipped' nor a folder")
     torch.set_num_threads(args.threads)
     retain_freed_memory()  # as the commands do: no page faults on buffers reused every call
     args.torch_dtype = getattr(torch, args.dtype)
     device = torch.device(args.device)
     results = []
-    for cases in (whisper_cases, speller_cases):
-        for case, method, function, big in cases(args, device):
-            result = {"case": case, "method": method, **measure(function, big, device)}
-            results.append(result)
-            print(
-                case,
-                method,
-                f"{result['wall']:.2f}s",
-                {k: round(v, 2) for k, v in result["parts"].items()},
-                "rounds",
-                result["big_forwards"],
-                flush=True,
-            )
+    measured = [entry for cases in (whisper_cases, speller_cases) for entry in cases(args, device)]
+    for case, method, function, big in in_turn(measured, args.repeats):
+        result = {"case": case, "method": method, **measure(function, big, device)}
+        results.append(result)
+        print(
+            case,
+            method,
+            f"{result['wall']:.2f}s",
+            {k: round(v, 2) for k, v in result["parts"].items()},
+            "rounds",
+            result["big_forwards"],
+            flush=True,
+        )
     machine = f"{processor_name() if device.type == 'cpu' else torch.cuda.get_device_name(0)}, {args.threads} threads"
     title = f"{machine}, torch {torch.__version__}, {args.dtype}; long form: {args.long_form.name}"
     if not args.draft_cuda_graphs:

@@ -4,11 +4,14 @@ written for this check, with the pauses of people talking: short ones between se
 between speakers, and now and then a stretch of room noise with nobody speaking.
 
 The text is written beside the audio (``.txt``) as its reference; ``bench_long_form.py --sample`` repeats the file
-to the length it needs.
+to the length it needs. ``--voices held-out`` reads the same text in the four held-out Kokoro voices (af_nicole,
+am_echo, bf_isabella, bm_lewis: no draft trains on them, but a choice between drafts may look at them), a natural
+long file for choosing, where the evaluation voices' file is for reporting only.
 
     pip install "seq2spec[voices]"
     npm pack kokoro-js@1.2.1 && tar xzf kokoro-js-1.2.1.tgz          # the voice files: package/voices
     python recipes/make_natural_long_form.py --kokoro-voices package/voices --out natural_long_form.wav
+    python recipes/make_natural_long_form.py --kokoro-voices package/voices --voices held-out --out heldout_long.wav
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ import soundfile
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from make_unseen_voice_audio import PARAGRAPHS  # noqa: E402
-from voices import EVALUATION_VOICES, RATE, Voice, speak  # noqa: E402
+from voices import EVALUATION_VOICES, KOKORO_HELD_OUT, RATE, Voice, speak  # noqa: E402
 
 MORE_PARAGRAPHS = [
     "The meeting started ten minutes late because nobody could find the key to the small room. In the end we sat "
@@ -40,12 +43,28 @@ MORE_PARAGRAPHS = [
 ]
 
 
+def speakers(voices: str) -> tuple[str, ...]:
+    """The Kokoro voices that take turns: ``"evaluation"`` (reporting only) or ``"held-out"`` (for choosing)."""
+    if voices == "evaluation":
+        return EVALUATION_VOICES
+    if voices == "held-out":
+        return KOKORO_HELD_OUT
+    raise ValueError(f"voices must be 'evaluation' or 'held-out', got {voices!r}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--out", type=Path, required=True, help="the .wav file to write (16 kHz mono)")
     parser.add_argument("--kokoro-voices", type=Path, required=True, help="kokoro-js's voices/ folder")
+    parser.add_argument(
+        "--voices",
+        choices=["evaluation", "held-out"],
+        default="evaluation",
+        help="the six evaluation voices (default; for reporting) or the four held-out Kokoro voices (for choosing)",
+    )
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
+    turns = speakers(args.voices)
     rng = np.random.default_rng(args.seed)
 
     def room(seconds: float) -> np.ndarray:
@@ -53,7 +72,7 @@ def main() -> None:
 
     pieces, texts = [room(1.0)], []
     for index, paragraph in enumerate(PARAGRAPHS + MORE_PARAGRAPHS):
-        voice = Voice("kokoro", EVALUATION_VOICES[index % len(EVALUATION_VOICES)])
+        voice = Voice("kokoro", turns[index % len(turns)])
         for sentence in paragraph.replace(". ", ".\n").splitlines():
             pieces += [speak(sentence, voice, stretch=1.0, kokoro_folder=args.kokoro_voices), room(0.3)]
         pieces.append(room(float(rng.uniform(0.5, 2.5)) if index % 4 != 3 else 8.0))

@@ -31,7 +31,7 @@ import torch
 from seq2spec import Seq2SeqSpeculator
 from seq2spec.decoding import runner as runner_module
 from seq2spec.decoding import sequences
-from seq2spec.default_models import load_speller, load_whisper_base_pair
+from seq2spec.default_models import load_speller, load_whisper_base
 from seq2spec.drafts.graphed_whisper import StaticDraftRunner
 from seq2spec.drafts.lean_t5_encoder import LeanT5Encoder
 from seq2spec.memory import retain_freed_memory
@@ -148,7 +148,7 @@ def draft_method(draft: str, drafts: list[str]) -> str:
 
 
 def whisper_cases(args, device: torch.device) -> Iterator[tuple[str, str, Callable, torch.nn.Module]]:
-    big, _, processor = load_whisper_base_pair(device=device, dtype=args.torch_dtype)
+    big, processor = load_whisper_base(device=device, dtype=args.torch_dtype)  # each draft loaded below
     speculators = {
         draft_method(draft, args.drafts): Seq2SeqSpeculator(
             big,

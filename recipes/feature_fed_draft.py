@@ -202,14 +202,16 @@ def training_batch(items: list[dict], eos: int) -> dict:
 # ----------------------------------------------------------------------------- train
 
 
-def load_pair(checkpoint: Path | None = None):
+def load_pair(checkpoint: Path | None = None, big: nn.Module | None = None):
+    """Base (loaded and frozen, unless given) and the shipped draft with a state map, from ``checkpoint`` if given."""
     from seq2spec.default_models import load_whisper_base
     from seq2spec.whisper.draft import load_whisper_draft
 
-    big, _ = load_whisper_base()
-    big.eval()
-    for parameter in big.parameters():
-        parameter.requires_grad_(False)
+    if big is None:
+        big, _ = load_whisper_base()
+        big.eval()
+        for parameter in big.parameters():
+            parameter.requires_grad_(False)
     model = FeatureFedDraft(load_whisper_draft(big))
     if checkpoint is not None:
         saved = torch.load(checkpoint)
@@ -349,14 +351,16 @@ def simulated_rounds(
 
 
 def stage_eval(args) -> None:
-    rows = []
+    sets = {}
+    for spec in args.eval_sets:
+        set_name, _, count = spec.partition(":")
+        sets[set_name] = load_encoded(args.work_dir, [set_name])[: int(count or 0) or None]
+    rows, big = [], None
     for checkpoint in [None, *args.candidates]:
-        big, model = load_pair(checkpoint)
+        big, model = load_pair(checkpoint, big)
         model.eval()
         name = "shipped" if checkpoint is None else str(checkpoint)
-        for spec in args.eval_sets:
-            set_name, _, count = spec.partition(":")
-            items = load_encoded(args.work_dir, [set_name])[: int(count or 0) or None]
+        for set_name, items in sets.items():
             tokens, rounds = simulated_rounds(
                 model,
                 items,

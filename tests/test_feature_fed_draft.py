@@ -1,11 +1,10 @@
 """recipes/feature_fed_draft.py: the state-fed draft starts as the shipped one, and its simulated rounds count right."""
 
-import importlib.util
-import sys
 from pathlib import Path
 
 import pytest
 import torch
+from script_loading import load_script
 
 SCRIPT = Path(__file__).resolve().parents[1] / "recipes" / "feature_fed_draft.py"
 CLIP = Path(__file__).resolve().parents[1] / "recipes" / "data" / "asr_samples" / "clip00_flite_slt.wav"
@@ -14,11 +13,7 @@ PROMPT = [50258, 50259, 50359, 50363]  # <|startoftranscript|> <|en|> <|transcri
 
 @pytest.fixture(scope="module")
 def recipe():
-    spec = importlib.util.spec_from_file_location("feature_fed_draft", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
+    return load_script(SCRIPT)
 
 
 @pytest.fixture(scope="module")

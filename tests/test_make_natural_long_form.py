@@ -1,24 +1,16 @@
 """recipes/make_natural_long_form.py: which voices read the file."""
 
-import importlib.util
-import sys
 from pathlib import Path
 
 import pytest
+from script_loading import load_script
 
 RECIPES = Path(__file__).resolve().parents[1] / "recipes"
 
 
 @pytest.fixture(scope="module")
 def recipe():
-    sys.path.insert(0, str(RECIPES))
-    try:
-        spec = importlib.util.spec_from_file_location("make_natural_long_form", RECIPES / "make_natural_long_form.py")
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-        return module
-    finally:
-        sys.path.remove(str(RECIPES))
+    return load_script(RECIPES / "make_natural_long_form.py")
 
 
 def test_held_out_file_never_speaks_in_an_evaluation_voice(recipe):

@@ -1,21 +1,16 @@
 """benchmarks/time_breakdown.py's comparison of several Whisper drafts in turn."""
 
-import importlib.util
-import sys
 from pathlib import Path
 
 import pytest
+from script_loading import load_script
 
 SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "time_breakdown.py"
 
 
 @pytest.fixture(scope="module")
 def breakdown():
-    spec = importlib.util.spec_from_file_location("time_breakdown", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
+    return load_script(SCRIPT)
 
 
 def test_methods_alternate_and_carry_their_run(breakdown):

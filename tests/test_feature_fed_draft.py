@@ -4,10 +4,10 @@ from pathlib import Path
 
 import pytest
 import torch
+from sample_speech import encoder_output
 from script_loading import load_script
 
 SCRIPT = Path(__file__).resolve().parents[1] / "recipes" / "feature_fed_draft.py"
-CLIP = Path(__file__).resolve().parents[1] / "recipes" / "data" / "asr_samples" / "clip00_flite_slt.wav"
 PROMPT = [50258, 50259, 50359, 50363]  # <|startoftranscript|> <|en|> <|transcribe|> <|notimestamps|>
 
 
@@ -26,15 +26,7 @@ def pair(recipe):
 
 @pytest.fixture(scope="module")
 def encoded(pair):
-    """Base's encoder output of a sample clip (speech, so the draft writes words)."""
-    import soundfile
-    from transformers import WhisperFeatureExtractor
-
-    big, _ = pair
-    samples, rate = soundfile.read(CLIP, dtype="float32")
-    features = WhisperFeatureExtractor()(samples, sampling_rate=rate, return_tensors="pt").input_features
-    with torch.no_grad():
-        return big.model.encoder(features).last_hidden_state[0]
+    return encoder_output(pair[0])
 
 
 @torch.no_grad()

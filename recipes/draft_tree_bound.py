@@ -16,8 +16,8 @@ below ``--min-draft-confidence``) and trees grown from it:
 
 Per tree: tokens per big forward, the tokens the big forward is fed per round (its rows: the last known token, the
 chain, the tree's other nodes) and draft steps per round. ``--time-forwards`` then times base's decoder forward and
-vocabulary head at batch 1 for each number of fed tokens over a cache of ``--cache-tokens`` (the module's own forward
-with a full attention mask; a tree needs a tree-shaped one, which costs the same arithmetic), and each tree's time per
+vocabulary head at batch 1 for each number of fed tokens over a cache of ``--cache-tokens`` (the module's own forward,
+causal over the fed tokens; a tree needs a tree-shaped mask, which costs the same arithmetic), and each tree's time per
 token is projected from its rounds' fed tokens and draft steps (one draft step timed too): forwards only, without the
 loop's logits processing, which grows with the fed tokens as well.
 

@@ -182,11 +182,9 @@ def simulate(draft, items: list[dict], tree: Tree, *, max_tokens: int, min_confi
 
 
 @torch.no_grad()
-def forward_times(big, fed_counts: list[int], cache_tokens: int, repeats: int) -> tuple[dict[int, float], float]:
+def forward_times(big, draft, fed_counts: list[int], cache_tokens: int, repeats: int) -> tuple[dict[int, float], float]:
     """Median seconds of base's decoder forward plus vocabulary head at batch 1 for each number of fed tokens over a
-    cache of ``cache_tokens``, and of one draft step (the shipped draft, one token)."""
-    from seq2spec.whisper.draft import load_whisper_draft
-
+    cache of ``cache_tokens``, and of one step of ``draft`` (one token)."""
     generator = torch.Generator().manual_seed(0)
     encoded = torch.randn(1, 1500, big.config.d_model, generator=generator)
     tokens = torch.randint(0, 50000, (1, cache_tokens + max(fed_counts)), generator=generator)
@@ -211,7 +209,6 @@ def forward_times(big, fed_counts: list[int], cache_tokens: int, repeats: int) -
             cache.crop(-count)
         return statistics.median(times)
 
-    draft = load_whisper_draft(big)
     return {count: timed(big, count) for count in fed_counts}, timed(draft, 1)
 
 
@@ -261,7 +258,7 @@ def main(argv: list[str] | None = None) -> None:
     result: dict = {"rows": [row for row, _ in rows]}
     if args.time_forwards:
         fed_counts = list(range(1, 2 * args.max_draft_tokens + 4))
-        times, draft_step = forward_times(big, fed_counts, args.cache_tokens, args.repeats)
+        times, draft_step = forward_times(big, draft, fed_counts, args.cache_tokens, args.repeats)
         result["forward_seconds"] = {str(count): round(seconds, 5) for count, seconds in times.items()}
         result["draft_step_seconds"] = round(draft_step, 5)
         for row, tally in rows:

@@ -62,10 +62,14 @@ class Tally:
 
     tokens: int = 0
     rounds: int = 0
-    fed: int = 0
     draft_steps: int = 0
     tree_hits: int = 0  # rounds where a node off the chain added tokens
     fed_counts: Counter = field(default_factory=Counter)  # rounds by the number of tokens the big forward is fed
+
+    @property
+    def fed(self) -> int:
+        """Tokens fed to the big forwards, over all rounds."""
+        return sum(count * rounds for count, rounds in self.fed_counts.items())
 
     def row(self) -> dict:
         return {
@@ -172,7 +176,6 @@ def simulate(draft, items: list[dict], tree: Tree, *, max_tokens: int, min_confi
             gained = min(gained, remaining)
             tally.tokens += gained
             tally.rounds += 1
-            tally.fed += fed
             tally.fed_counts[fed] += 1
             tally.tree_hits += helped
             last += gained

@@ -521,21 +521,36 @@ class EncodedSet:
 
 
 def distillation_loss(
-    logits: torch.Tensor, batch: dict, kl_weight: float, positions: torch.Tensor | None = None
+    logits: torch.Tensor,
+    batch: dict,
+    kl_weight: float,
+    positions: torch.Tensor | None = None,
+    timestamp_weight: float = 1.0,
+    timestamp_begin: int | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """Cross-entropy with base's next token + KL to base's top-k. ``logits`` cover the draft's output vocabulary;
-    ``positions`` maps a token id to its column there (-1: not in it), None when they cover every token."""
+    """Cross-entropy with base's next token + KL to base's top-k, both means over the scored positions weighted by
+    ``timestamp_weight`` where base's next token is a timestamp (id >= ``timestamp_begin``) and 1 elsewhere (1.0 or
+    no ``timestamp_begin``: plain means). ``logits`` cover the draft's output vocabulary; ``positions`` maps a token
+    id to its column there (-1: not in it), None when they cover every token."""
     mask = batch["mask"]
     student = logits[mask].float().log_softmax(-1)
     top_ids, top_logprobs = batch["top_ids"][mask], batch["top_logprobs"][mask]
+    weights = None  # plain means: a weight of 1.0 gives the unweighted loss to the bit
+    if timestamp_begin is not None and timestamp_weight != 1.0:  # base's token ids, before they become columns
+        weights = torch.where(top_ids[:, 0] >= timestamp_begin, timestamp_weight, 1.0)
     if positions is not None:
         top_ids = positions[top_ids]
         top_logprobs = top_logprobs.masked_fill(top_ids < 0, -1e4)  # base's mass on tokens the draft cannot emit
     target = top_ids[:, 0]  # base's next token is its top-1
-    cross_entropy = F.nll_loss(student, target, ignore_index=-1)
+    if weights is None:
+        cross_entropy = F.nll_loss(student, target, ignore_index=-1)
+    else:  # a next token outside the draft's vocabulary stays out of the cross-entropy, as ignore_index leaves it
+        scored = weights * (target >= 0)
+        cross_entropy = (F.nll_loss(student, target, ignore_index=-1, reduction="none") * scored).sum() / scored.sum()
     teacher = top_logprobs.softmax(-1)  # base's distribution over its top-k (in the draft's vocabulary), renormalised
     student_top = student.gather(-1, top_ids.clamp_min(0))
-    kl = (teacher * (teacher.clamp_min(1e-9).log() - student_top)).sum(-1).mean()
+    kl = (teacher * (teacher.clamp_min(1e-9).log() - student_top)).sum(-1)
+    kl = kl.mean() if weights is None else (kl * weights).sum() / weights.sum()
     agreement = (student.argmax(-1) == target).float().mean()
     return cross_entropy + kl_weight * kl, agreement
 
@@ -647,6 +662,7 @@ def present_splits(args, splits: tuple[str, ...]) -> list[Path]:
 def stage_train(args) -> None:
     big, processor = load_base(args)
     pad_id = big.generation_config.eos_token_id
+    timestamp_begin = big.generation_config.no_timestamps_token_id + 1  # <|0.00|>
     initial_draft = None
     if args.init_draft is not None:
         from seq2spec.whisper.draft import load_whisper_draft, output_token_ids
@@ -699,7 +715,9 @@ def stage_train(args) -> None:
         for group in optimizer.param_groups:
             group["lr"] = learning_rate(step, args.steps, args.lr, args.warmup)
         logits = training_logits(draft, batch, output_weight)
-        loss, agreement = distillation_loss(logits, batch, args.kl_weight, positions)
+        loss, agreement = distillation_loss(
+            logits, batch, args.kl_weight, positions, args.timestamp_weight, timestamp_begin
+        )
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(trainable, 1.0)
@@ -725,6 +743,7 @@ def stage_train(args) -> None:
                 "step": step,
                 "elapsed": elapsed,
                 "train_cross_kv": args.train_cross_kv,
+                "timestamp_weight": args.timestamp_weight,
                 "trained_on": trained_on(big.device),
             }
             torch.save(state, checkpoint.with_suffix(".tmp"))
@@ -890,7 +909,7 @@ Its proposals are checked by base, so transcripts are base's greedy transcripts 
 - Made by `recipes/distill_whisper_draft.py` (seed {seed}): layers initialised from base's decoder layers
   {init_layers}; trained {steps} steps (batch {batch_size}, peak lr {lr}) in {train_minutes} min on {trained_on}.
 {history}- Loss: cross-entropy with base's greedy next token + {kl_weight} x KL to base's top-{top_k} next-token
-  distribution, teacher-forced on base's own greedy transcripts, over the draft's output vocabulary.
+  distribution, teacher-forced on base's own greedy transcripts, over the draft's output vocabulary{timestamp_loss}.
   Short clips: {timestamp_share:.0%} labelled with timestamps; long clips: {long_timestamp_share:.0%}.
   Embeddings, output projection{cross_kv} frozen.
 - Data ({train_clips} clips, {train_hours} h, of which {train_long_clips} long clips), all made offline: flite
@@ -946,6 +965,8 @@ def stage_export(args) -> None:
     big, _ = load_base(args, device="cpu")
     draft, state = load_trained(args, big)
     metrics["trained_on"] = state.get("trained_on", "a 2-core CPU")  # checkpoints from before the field: CPU runs
+    weight = float(state.get("timestamp_weight", 1.0))
+    timestamp_loss = f"; positions whose next token is a timestamp weigh {weight:g}x in both" if weight != 1 else ""
     if args.output_tokens:
         restrict_output_vocabulary(draft, torch.load(args.work_dir / "output_tokens.pt"))
     metrics.update(cost_ratios(big.config, len(draft.model.decoder.layers), metrics.get("output_tokens")))
@@ -974,6 +995,7 @@ def stage_export(args) -> None:
         ),
         history="".join(f"- {line.removeprefix('- ')}\n" for line in args.history) if args.history else "",
         table=card_table(metrics),
+        timestamp_loss=timestamp_loss,
         **metrics,
     )
     (args.export_dir / "MODEL_CARD.md").write_text(card, encoding="utf-8")
@@ -1026,6 +1048,13 @@ def main() -> None:
     parser.add_argument("--lr", type=float, default=3e-4, help="peak learning rate (cosine decay to 5%%)")
     parser.add_argument("--warmup", type=int, default=50)
     parser.add_argument("--kl-weight", type=float, default=1.0)
+    parser.add_argument(
+        "--timestamp-weight",
+        type=float,
+        default=1.0,
+        help="weight of the positions whose next token (base's) is a timestamp in the training loss's means, "
+        "cross-entropy and KL alike (other positions: 1); held-out agreement stays unweighted",
+    )
     parser.add_argument("--eval-every", type=int, default=100, help="held-out agreement every N steps")
     parser.add_argument("--save-every", type=int, default=50)
     parser.add_argument(

@@ -134,3 +134,30 @@ def test_the_model_card_names_where_the_draft_trained():
     assert distill_whisper_draft.trained_on(torch.device("cpu")) == "a 2-thread CPU"
     card = distill_whisper_draft.MODEL_CARD
     assert "{trained_on}" in card and "2-core CPU" not in card
+
+
+def test_timestamp_positions_weigh_in_the_loss_as_asked():
+    generator = torch.Generator().manual_seed(0)
+    begin, vocab = 8, 12  # ids 8-11 stand for timestamps
+    logits = torch.randn(2, 5, vocab, generator=generator)
+    top_ids = torch.stack([torch.randperm(vocab, generator=generator)[:3] for _ in range(10)]).view(2, 5, 3)
+    top_ids[0, 1, 0], top_ids[1, 0, 0], top_ids[0, 2, 0] = 9, 11, 2  # two positions whose next token is a timestamp
+    top_logprobs = torch.randn(2, 5, 3, generator=generator).log_softmax(-1)
+    mask = torch.ones(2, 5, dtype=torch.bool)
+    mask[1, 3:] = False
+    batch = {"mask": mask, "top_ids": top_ids, "top_logprobs": top_logprobs}
+    loss = distill_whisper_draft.distillation_loss
+
+    plain = loss(logits, batch, 0.5)[0]
+    assert torch.equal(loss(logits, batch, 0.5, None, 1.0, begin)[0], plain)  # weight 1: today's loss to the bit
+
+    def alone(row: int, column: int) -> torch.Tensor:  # the loss of one position
+        single = torch.zeros_like(mask)
+        single[row, column] = True
+        return loss(logits, batch | {"mask": single}, 0.5)[0]
+
+    positions = mask.nonzero().tolist()
+    weights = torch.tensor([4.0 if top_ids[r, c, 0] >= begin else 1.0 for r, c in positions])
+    expected = (torch.stack([alone(r, c) for r, c in positions]) * weights).sum() / weights.sum()
+    weighted = loss(logits, batch, 0.5, None, 4.0, begin)[0]
+    assert torch.allclose(weighted, expected) and not torch.allclose(weighted, plain)

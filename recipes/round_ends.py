@@ -163,10 +163,10 @@ def timestamp_lead(big, items: list[dict], first_timestamp: int, eos: int, lead:
     """For each timestamp after text in the labels: at 0, 1, ... ``lead`` - 1 positions before the one that predicts
     it, is base's best timestamp already that one? Returns {positions before: [hits, timestamps]}."""
     counts = {before: [0, 0] for before in range(lead)}
-    head = big.get_output_embeddings().weight[first_timestamp:]
+    head = big.get_output_embeddings().weight[first_timestamp:].float()
     for item in items:
         ids = [int(t) for t in item["ids"]]
-        best = F.linear(item["states"].float(), head.float()).argmax(-1) + first_timestamp
+        best = F.linear(item["states"].float(), head).argmax(-1) + first_timestamp
         for at in range(item["prompt"] + 1, len(ids)):  # a timestamp right after the prompt follows no text
             if ids[at] < first_timestamp or ids[at - 1] >= first_timestamp or ids[at] == eos:
                 continue

@@ -277,6 +277,8 @@ def write_manifest(manifest: Path, records: list[dict]) -> None:
 def stage_data(args) -> None:
     global _KOKORO_FOLDER
     _KOKORO_FOLDER = args.kokoro_voices
+    if args.kokoro_voices is not None:  # joined here once, not by each worker process at the same time
+        voices.kokoro_model_file()
     manifest = args.work_dir / "manifest.jsonl"
     train_text, held_text = split_sentences(args.held_out_percent)
     _SENTENCES.update(train=train_text, held=held_text)

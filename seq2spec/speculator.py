@@ -9,15 +9,16 @@ import torch
 from transformers import PreTrainedTokenizerBase
 
 from seq2spec.arguments import (
-    check_batch,
     check_generation_arguments,
     check_positive_int,
     check_texts,
+    encoder_inputs,
     sampling_generator,
 )
 from seq2spec.decoding.attention_kernels import in_attention_kernels
 from seq2spec.decoding.exact import ExactForwards
 from seq2spec.decoding.head import BigModelHead
+from seq2spec.decoding.layout_check import LayoutCheck
 from seq2spec.decoding.proposal import Proposer
 from seq2spec.decoding.search import SpeculativeSearch
 from seq2spec.drafts.factory import ProposerFactory
@@ -52,10 +53,33 @@ def _is_proposer(value: object) -> bool:
     return not isinstance(value, (str, torch.nn.Module)) and isinstance(value, Proposer)
 
 
+def _check_settings(options: object, spelling: object, changes: dict[str, Any]) -> None:
+    if "small" in changes:
+        raise TypeError("pass the draft as draft= (or second, after the big model), not small=")
+    for name, value, kind in (("options", options, SpeculationOptions), ("spelling", spelling, SpellingSettings)):
+        if value is not None and not isinstance(value, kind):
+            raise TypeError(f"{name} must be a {kind.__name__}, got {type(value).__name__}")
+
+
+def _check_copy_choices(options: SpeculationOptions, copy_only: bool, draft: object, big: object) -> None:
+    """Input copy needs one vocabulary on both sides, ``input_copy`` a draft model, ``spellcheck_copy`` a copy."""
+    if options.input_copy and draft is None and not copy_only:
+        raise ValueError("input_copy=True combines copying with a draft model, but no draft model was given")
+    if copy_only or options.input_copy:
+        check_shared_vocabulary(big)
+    elif options.spellcheck_copy:
+        raise ValueError(
+            "spellcheck_copy changes what input copy copies from: use it with input copy (draft='input-copy', "
+            "or --draft input-copy; input_copy=True, or --input-copy, beside a draft model)"
+        )
+
+
 class Seq2SeqSpeculator:
     """Batched speculative decoding for encoder-decoder models; output identical to ``big.generate``.
 
-    ``big`` is a transformers encoder-decoder (T5, MT5, BART, mBART, Whisper) or a name/path for ``from_pretrained``;
+    ``big`` is a transformers encoder-decoder (any family of its seq2seq and speech-seq2seq generation mappings but
+    the few refused by name: T5, BART, Marian, NLLB, Pegasus, Whisper, Moonshine, ...) or a name/path for
+    ``from_pretrained``;
     with ``big=None`` the shipped spelling corrector is used. ``draft`` proposes the candidates: a draft model (or its
     name/path) sharing the big model's vocabulary, ``"input-copy"`` to copy from each row's own source, a
     ``Proposer`` object of your own, or None for no draft at all. By default the shipped big model proposes by input
@@ -83,11 +107,7 @@ class Seq2SeqSpeculator:
         dtype: torch.dtype | str | None = None,
         **changes: Any,
     ) -> None:
-        if "small" in changes:
-            raise TypeError("pass the draft as draft= (or second, after the big model), not small=")
-        for name, value, kind in (("options", options, SpeculationOptions), ("spelling", spelling, SpellingSettings)):
-            if value is not None and not isinstance(value, kind):
-                raise TypeError(f"{name} must be a {kind.__name__}, got {type(value).__name__}")
+        _check_settings(options, spelling, changes)
         shipped_options: dict[str, Any] = {}  # the shipped speller's tuned options, when it proposes by default
         if big is None:
             from seq2spec.default_models import SPELLER_DEFAULT_OPTIONS, SPELLER_DEFAULT_PROPOSER, load_speller
@@ -107,15 +127,7 @@ class Seq2SeqSpeculator:
         self.spelling = (spelling or settings_of(self.big)).updated(**spelling_changes)
         tuned = {**recommended_options(self.draft), **shipped_options}
         self.options = (options or SpeculationOptions(**tuned)).updated(**changes)
-        if self.options.input_copy and self.draft is None and not copy_only:
-            raise ValueError("input_copy=True combines copying with a draft model, but no draft model was given")
-        if copy_only or self.options.input_copy:
-            check_shared_vocabulary(self.big)
-        elif self.options.spellcheck_copy:
-            raise ValueError(
-                "spellcheck_copy changes what input copy copies from: use it with input copy (draft='input-copy', "
-                "or --draft input-copy; input_copy=True, or --input-copy, beside a draft model)"
-            )
+        _check_copy_choices(self.options, copy_only, self.draft, self.big)
         self._proposers = ProposerFactory(
             self.options,
             draft=self.draft,
@@ -130,6 +142,7 @@ class Seq2SeqSpeculator:
         self.last_stats = SpeculationStats()
         self._big_head = BigModelHead()  # the big model's head, sliced where found bit-exact (CPU)
         self._exact_forwards = ExactForwards()  # the big model's forward without transformers' per-call work
+        self._layout_check = LayoutCheck()  # the big decoder checked in the speculative layout once per state
         self._spellcheck: SpellCheckedSource | None = None  # the copy source of spellcheck_copy, made on first use
 
     @property
@@ -172,6 +185,7 @@ class Seq2SeqSpeculator:
             head=self._big_head,
             exact=self._exact_forwards if self.options.exact_big_forward else None,
             capture_draft_processing=self.options.draft_cuda_graphs,
+            layout_check=self._layout_check,
         )
 
     def _spellchecked_source(self) -> SpellCheckedSource:
@@ -188,16 +202,19 @@ class Seq2SeqSpeculator:
         max_new_tokens: int | None = None,
         *,
         input_features: torch.Tensor | None = None,
+        input_values: torch.Tensor | None = None,
         generator: torch.Generator | None = None,
         seed: int | None = None,
         **generation_kwargs: Any,
     ) -> Any:
         """Same tensor as ``big.generate(input_ids, attention_mask=..., max_new_tokens=..., do_sample=False)``.
 
-        ``generation_kwargs`` are ``generate``'s (``GenerationConfig`` fields, ``logits_processor``, ...). With
-        ``do_sample=True`` (and ``temperature``, ``top_k``, ``top_p``, ...) this is speculative sampling: each row's
-        tokens follow the distribution ``big.generate(do_sample=True, ...)`` samples from. Pass ``seed`` or a
-        ``generator`` (on the big model's device) for reproducible runs.
+        The encoder reads ``input_ids`` (text), ``input_features`` (Whisper, Speech2Text, ...) or ``input_values``
+        (raw audio: Moonshine, SpeechT5, ...). ``generation_kwargs`` are ``generate``'s (``GenerationConfig`` fields
+        such as ``forced_bos_token_id``, a decoder prompt as ``decoder_input_ids``, ``logits_processor``, a family's
+        own ``generate`` arguments, ...). With ``do_sample=True`` (and ``temperature``, ``top_k``, ``top_p``, ...)
+        this is speculative sampling: each row's tokens follow the distribution ``big.generate(do_sample=True, ...)``
+        samples from. Pass ``seed`` or a ``generator`` (on the big model's device) for reproducible runs.
 
         Whisper: pass ``input_features`` and Whisper's own arguments (``language``, ``task``, ``return_timestamps``,
         long-form ``attention_mask``, ``prompt_ids``, ``condition_on_prev_tokens``, temperature fallback with
@@ -210,33 +227,27 @@ class Seq2SeqSpeculator:
         if self.big_family.model_type == "whisper":
             from seq2spec.whisper.generate import generate_whisper, samples
 
+            if input_values is not None:
+                raise TypeError("Whisper reads input_features (log-mel), not input_values")
             search = self._search(sampling_generator(samples(generation_kwargs), generator, seed, device))
             features = input_features if input_features is not None else input_ids
             output = generate_whisper(
-                self.big,
-                features,
-                search,
-                attention_mask=attention_mask,
-                max_new_tokens=max_new_tokens,
+                self.big, features, search, attention_mask=attention_mask, max_new_tokens=max_new_tokens,
                 **generation_kwargs,
+            )  # fmt: skip
+        else:
+            inputs, attention_mask = encoder_inputs(
+                self.big, self.big_family.max_source_length, input_ids, input_features, input_values, attention_mask
             )
-            self.last_stats = search.stats
-            return output
-        if input_features is not None:
-            raise TypeError("input_features is for Whisper models; this big model takes input_ids")
-        if input_ids is None:
-            raise TypeError("generate() needs input_ids")
-        limit = self.big_family.max_source_length
-        input_ids, attention_mask = check_batch(input_ids, attention_mask, device, limit)
-        check_generation_arguments(generation_kwargs)
-        config = generation_kwargs.get("generation_config") or self.big.generation_config
-        do_sample = bool(generation_kwargs.get("do_sample", config.do_sample))
-        search = self._search(sampling_generator(do_sample, generator, seed, device))
-        if max_new_tokens is not None:  # None would override the generation config's own limit
-            generation_kwargs["max_new_tokens"] = max_new_tokens
-        output = self.big.generate(
-            input_ids, attention_mask=attention_mask, custom_generate=search, **generation_kwargs
-        )
+            check_generation_arguments(generation_kwargs, self.big)
+            config = generation_kwargs.get("generation_config") or self.big.generation_config
+            do_sample = bool(generation_kwargs.get("do_sample", config.do_sample))
+            search = self._search(sampling_generator(do_sample, generator, seed, device))
+            if max_new_tokens is not None:  # None would override the generation config's own limit
+                generation_kwargs["max_new_tokens"] = max_new_tokens
+            output = self.big.generate(
+                **inputs, attention_mask=attention_mask, custom_generate=search, **generation_kwargs
+            )
         self.last_stats = search.stats
         return output
 
@@ -307,12 +318,12 @@ class Seq2SeqSpeculator:
         long_form: str = "sequential",
         vad: bool = False,
     ) -> Any:
-        """Transcribe audio with the big Whisper model's greedy output (exactly ``big.generate``'s tokens).
+        """Transcribe audio with the big model's greedy output (exactly ``big.generate``'s tokens).
 
         ``audio``: a file path, a 1-D (or ``[frames, channels]``) array, or a list of them. Arrays need their
         ``sampling_rate`` (mixed down and resampled to 16 kHz with soxr); files are read with soundfile. Clips are
-        sorted by duration into batches of ``batch_size``; clips longer than 30 s are decoded long-form (Whisper's
-        sequential windows, timestamps on). Returns a string per clip, or with ``return_timestamps`` a dict
+        sorted by duration into batches of ``batch_size``; with Whisper, clips longer than 30 s are decoded long-form
+        (Whisper's sequential windows, timestamps on). Returns a string per clip, or with ``return_timestamps`` a dict
         ``{"text", "segments": [{"start", "end", "text"}]}``; a single input gives a single result. ``progress``:
         True shows a bar over seconds of audio; a callable is called with the seconds newly decoded.
         ``decoding`` (``WhisperDecoding``) turns on openai-whisper's temperature fallback, conditioning on previous
@@ -322,29 +333,42 @@ class Seq2SeqSpeculator:
         ``long_form="batched"``: the speech Silero VAD finds, joined into pieces of at most 30 s (pauses left out,
         files read piece by piece), decoded as short clips, each ``big.generate``'s tokens for it; ``vad=True``: the
         sequential long form on the speech alone. Both give silence and noise no words, times in the clip's own.
+        Another speech encoder-decoder (Moonshine, Speech2Text, ...) reads each clip whole through its processor's
+        feature extractor; the options above that belong to Whisper are refused for it by name.
         """
+        from seq2spec.whisper.other_models import check_speech_model, transcribe_other_model
         from seq2spec.whisper.transcription import prepare_clips, transcribe_clips
 
-        if self.big_family.model_type != "whisper":
-            raise TypeError(f"transcribe() needs a Whisper model; the big model is {self.big_family.model_type!r}")
         check_positive_int("batch_size", batch_size)
-        clips, single = prepare_clips(audio, sampling_rate, lazy=long_form == "batched" or vad)
+        family = self.big_family
+        whisper = family.model_type == "whisper"
+        if not whisper:
+            options = dict(language=language, task=task, return_timestamps=return_timestamps, decoding=decoding,
+                           word_timestamps=word_timestamps, long_form=long_form, vad=vad)  # fmt: skip
+            check_speech_model(family.model_type, family.encoder_input_name, options)
+        clips, single = prepare_clips(audio, sampling_rate, lazy=whisper and (long_form == "batched" or vad))
         total = SpeculationStats()
         seed = decoding.seed if decoding is not None and decoding.temperature_fallback else None
 
-        def generate(input_features, attention_mask, **kwargs):
-            output = self.generate(input_features=input_features, attention_mask=attention_mask, seed=seed, **kwargs)
+        def generate(*arguments, **options):
+            output = self.generate(*arguments, seed=seed, **options)
             total.merge(self.last_stats)
             return output
 
-        results = transcribe_clips(
-            clips,
-            self.processor,
-            generate,
-            multilingual=bool(getattr(self.big.generation_config, "is_multilingual", False)),
-            language=language, task=task, return_timestamps=return_timestamps, batch_size=batch_size,
-            max_new_tokens=max_new_tokens, progress=progress, decoding=decoding, word_timestamps=word_timestamps,
-            long_form=long_form, vad=vad,
-        )  # fmt: skip
+        if not whisper:
+            results = transcribe_other_model(
+                clips, self.processor, generate, model_type=family.model_type, encoder_input=family.encoder_input_name,
+                batch_size=batch_size, max_new_tokens=max_new_tokens, progress=progress,
+            )  # fmt: skip
+        else:
+            results = transcribe_clips(
+                clips,
+                self.processor,
+                generate,
+                multilingual=bool(getattr(self.big.generation_config, "is_multilingual", False)),
+                language=language, task=task, return_timestamps=return_timestamps, batch_size=batch_size,
+                max_new_tokens=max_new_tokens, progress=progress, decoding=decoding, word_timestamps=word_timestamps,
+                long_form=long_form, vad=vad,
+            )  # fmt: skip
         self.last_stats = total
         return results[0] if single else results

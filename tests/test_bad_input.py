@@ -29,26 +29,21 @@ def test_not_a_model_is_refused():
         Seq2SeqSpeculator(42)
 
 
-def test_unsupported_family_is_named():
-    from transformers import MarianConfig, MarianMTModel
+def test_refused_family_is_named_with_its_reason():
+    from transformers import ProphetNetConfig, ProphetNetForConditionalGeneration
 
-    marian = MarianMTModel(
-        MarianConfig(
-            vocab_size=64,
-            d_model=32,
-            encoder_layers=1,
-            decoder_layers=1,
-            encoder_attention_heads=2,
-            decoder_attention_heads=2,
-            encoder_ffn_dim=64,
-            decoder_ffn_dim=64,
-            pad_token_id=0,
-            decoder_start_token_id=0,
-            eos_token_id=1,
-        )
+    config = ProphetNetConfig(
+        vocab_size=64,
+        hidden_size=32,
+        num_encoder_layers=1,
+        num_decoder_layers=1,
+        num_encoder_attention_heads=2,
+        num_decoder_attention_heads=2,
+        encoder_ffn_dim=64,
+        decoder_ffn_dim=64,
     )
-    with pytest.raises(NotImplementedError, match="model_type='marian'"):
-        Seq2SeqSpeculator(marian)
+    with pytest.raises(NotImplementedError, match="ProphetNet.*one new token per cached forward"):
+        Seq2SeqSpeculator(ProphetNetForConditionalGeneration(config))
 
 
 def test_different_vocabularies_are_refused(pair):

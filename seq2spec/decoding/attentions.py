@@ -25,18 +25,24 @@ def attentions_as_generate(
     sequences: torch.Tensor,
     prompt_length: int,
     prompt_padding: tuple[int, ...],
+    *,
+    numbered_by_mask: bool = True,
+    encoder_output_type: type = BaseModelOutput,
 ) -> tuple[StepAttentions, StepAttentions]:
     """``(decoder_attentions, cross_attentions)`` as ``generate`` lays them out for ``sequences`` ``[rows, P + T]``:
     ``T`` steps, the first covering the ``P`` prompt positions. Rows with ``prompt_padding`` are masked and
-    positioned as ``generate`` does for a left-padded prompt."""
+    positioned as ``generate`` does for a left-padded prompt (``numbered_by_mask``: Whisper's positions count real
+    tokens only; other families number padding slots too)."""
     fed = sequences[:, :-1]
     arguments = {}
     if any(prompt_padding):
         pad = torch.tensor(prompt_padding, device=fed.device)
         mask = (torch.arange(fed.shape[1], device=fed.device)[None, :] >= pad[:, None]).long()
-        arguments = {"decoder_attention_mask": mask, "decoder_position_ids": (mask.cumsum(-1) - 1).clamp(min=0)}
+        arguments = {"decoder_attention_mask": mask}
+        if numbered_by_mask:
+            arguments["decoder_position_ids"] = (mask.cumsum(-1) - 1).clamp(min=0)
     output = model(
-        encoder_outputs=BaseModelOutput(last_hidden_state=encoder_hidden_states),
+        encoder_outputs=encoder_output_type(last_hidden_state=encoder_hidden_states),
         decoder_input_ids=fed,
         output_attentions=True,
         use_cache=False,

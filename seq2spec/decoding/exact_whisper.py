@@ -6,7 +6,7 @@ a decoder step of a model this small is bound by what the host does per call, th
 forward. ``ExactWhisperForward`` calls the same functions on the same tensors in the same order: the same linear
 products and layer norms, transformers' own causal-mask builder and its registered attention function with the
 arguments Whisper's attention passes, the same cache updates, the model's own vocabulary head (the sliced one where
-the runner installed it), and embeds each row's positions as the runner's position hook does.
+the runner installed it), and embeds each row's positions as the runner numbers them.
 
 As for the T5 mirror (``exact_t5.py``), seq2spec does not take that on trust: ``ExactWhisperForward.checked`` runs a
 probe through both (one and several tokens per forward, rows with and without padded cache slots) and returns the
@@ -31,7 +31,6 @@ from transformers.models.whisper.modeling_whisper import eager_attention_forward
 
 from seq2spec.decoding.cache import cache_argument
 from seq2spec.decoding.checked import BIT_EQUAL, check
-from seq2spec.decoding.families import family_of, row_positions
 from seq2spec.decoding.mirror import caches_equal, linear_forward, refuse_hooks_and_other_linears
 
 
@@ -55,8 +54,8 @@ def _norm(layer: nn.LayerNorm, hidden: torch.Tensor) -> torch.Tensor:
 class ExactWhisperForward:
     """``model(encoder_outputs=..., decoder_input_ids=tokens, decoder_attention_mask=..., cache=cache,
     use_cache=True).logits.float()`` for a ``WhisperForConditionalGeneration`` in eval mode, with each row's positions
-    counted from its first real cache slot (``families.row_positions``), computed directly; see the module docstring.
-    Build it with ``checked``."""
+    counted from its first real cache slot (as ``positions.py`` numbers Whisper's), computed directly; see the module
+    docstring. Build it with ``checked``."""
 
     def __init__(self, model: PreTrainedModel) -> None:
         if type(model).__name__ != "WhisperForConditionalGeneration":
@@ -195,23 +194,25 @@ class ExactWhisperForward:
         vocabulary, width = self.embedding.weight.shape
         encoded = torch.randn(3, 9, width, generator=generator).to(device, dtype)
         tokens = torch.randint(0, vocabulary, (3, 9), generator=generator).to(device)
-        family = family_of(model)
         theirs = EncoderDecoderCache(DynamicCache(), DynamicCache())
         ours = EncoderDecoderCache(DynamicCache(), DynamicCache())
         for start, stop, pad in ((0, 3, None), (3, 4, None), (4, 7, None), (7, 8, (0, 2, 1)), (8, 9, (1, 0, 3))):
             step = tokens[:, start:stop]
             pad_tensor = None if pad is None else torch.tensor(pad, device=device)
-            mask = None
-            if pad_tensor is not None:
-                mask = (torch.arange(stop, device=device)[None, :] >= pad_tensor[:, None]).long()
-            with row_positions(model, family, pad_tensor):
-                reference = model(
-                    encoder_outputs=BaseModelOutput(last_hidden_state=encoded),
-                    decoder_input_ids=step,
-                    decoder_attention_mask=mask,
-                    **cache_argument(model, theirs),
-                    use_cache=True,
-                ).logits.float()
+            padding = {}
+            if pad_tensor is not None:  # the runner's mask and Whisper's numbering over each row's real slots
+                padding["decoder_attention_mask"] = (
+                    torch.arange(stop, device=device)[None, :] >= pad_tensor[:, None]
+                ).long()
+                slots = torch.arange(start, stop, device=device)[None, :]
+                padding["decoder_position_ids"] = (slots - pad_tensor[:, None]).clamp(min=0)
+            reference = model(
+                encoder_outputs=BaseModelOutput(last_hidden_state=encoded),
+                decoder_input_ids=step,
+                **padding,
+                **cache_argument(model, theirs),
+                use_cache=True,
+            ).logits.float()
             mine = self(step, ours, encoded, None, pad_tensor)
             if not torch.equal(reference, mine) or not caches_equal(theirs, ours):
                 return False

@@ -35,6 +35,7 @@ def speculative_decode(
     *,
     verifier: Verifier | None = None,
     position_limit: int | None = None,
+    fed_limit: int | None = None,
     recorder: ScoreRecorder | None = None,
     capture_draft_processing: bool = False,
 ) -> torch.Tensor:
@@ -42,6 +43,7 @@ def speculative_decode(
 
     ``verifier`` defaults to greedy verification (output identical to ``generate(do_sample=False)``).
     ``position_limit``: the decoder's number of learned positions; no token is fed past the last one.
+    ``fed_limit``: the most tokens one row is fed per forward (where a decoder's arithmetic depends on it).
     ``recorder`` collects the scores and logits of the emitted tokens.
     ``capture_draft_processing``: run the draft's logits processing as a CUDA graph where it can be captured.
     """
@@ -51,7 +53,7 @@ def speculative_decode(
         big.pad_prompt(list(batch.prompt_padding))
     proposer.start(batch)
     while rounds.lengths:
-        result = rounds.run(rounds.max_tokens(position_limit))
+        result = rounds.run(rounds.max_tokens(position_limit, fed_limit))
         stats.record_round(
             result.accepted, result.emitted, result.proposed, result.proposal.copied, result.proposal.draft_forwards
         )
@@ -107,12 +109,14 @@ class Rounds:
         self.lengths = [self.prompt_length] * rows  # host copy of each live row's buffer length
         self.last = self.prompt  # fed with the first candidates; afterwards each row's last emitted token
 
-    def max_tokens(self, position_limit: int | None) -> int:
+    def max_tokens(self, position_limit: int | None, fed_limit: int | None = None) -> int:
         """Never more candidates than the row with the most room left can use, nor (learned positions) any fed past
-        the decoder's last position."""
+        the decoder's last position, nor more than ``fed_limit`` tokens fed per row."""
         count = max(1, self.limit - min(self.lengths) - 1)
         if position_limit is not None:
             count = max(0, min(count, position_limit - max(self.lengths)))
+        if fed_limit is not None:
+            count = max(0, min(count, fed_limit - self.last.shape[1]))
         return count
 
     def run(self, max_tokens: int) -> RoundResult:

@@ -12,14 +12,10 @@ from dataclasses import dataclass
 
 import torch
 from transformers import GenerationConfig, LogitsProcessorList, StoppingCriteriaList
-from transformers.generation.logits_process import (
-    EncoderNoRepeatNGramLogitsProcessor,
-    EncoderRepetitionPenaltyLogitsProcessor,
-    PrefixConstrainedLogitsProcessor,
-)
 from transformers.generation.stopping_criteria import EosTokenCriteria, MaxLengthCriteria
 
 from seq2spec.decoding.processors import PromptNoSpeechDetection, with_cached_masks
+from seq2spec.decoding.row_bound import with_row_bound
 
 # Settings that change the decoding strategy away from greedy search or multinomial sampling.
 _ONE_SEQUENCE = {"num_beams": 1, "num_return_sequences": 1, "num_beam_groups": 1, "penalty_alpha": None}
@@ -27,12 +23,6 @@ _ONE_SEQUENCE = {"num_beams": 1, "num_return_sequences": 1, "num_beam_groups": 1
 _UNSUPPORTED = ("stop_strings", "max_time", "prompt_lookup_num_tokens", "assistant_early_exit", "watermarking_config")
 # Outputs of ``generate`` the loop does not produce (it does return scores, logits and attention weights).
 _NOT_RETURNED = ("output_hidden_states",)
-# Processors that index the batch as generate laid it out, which no longer lines up once finished rows leave.
-_BATCH_BOUND = {
-    EncoderRepetitionPenaltyLogitsProcessor: "encoder_repetition_penalty",
-    EncoderNoRepeatNGramLogitsProcessor: "encoder_no_repeat_ngram_size",
-    PrefixConstrainedLogitsProcessor: "prefix_allowed_tokens_fn",
-}
 # Stopping criteria the loop honours itself (the length limit and the end tokens); anything else is refused.
 _BUILT_IN_STOPPING = (MaxLengthCriteria, EosTokenCriteria)
 
@@ -102,10 +92,6 @@ def plan_from_generate(
     """The plan for one call of the decoding method: ``input_ids`` is the decoder prompt ``generate`` built."""
     config = generation_config
     check_supported(config, allow_sampling=allow_sampling)
-    for processor in logits_processor:
-        setting = _BATCH_BOUND.get(type(processor))
-        if setting is not None:
-            raise ValueError(f"{setting} is not supported by Seq2SeqSpeculator.generate")
     for criterion in stopping_criteria or ():
         if not isinstance(criterion, _BUILT_IN_STOPPING):
             raise ValueError(
@@ -125,7 +111,8 @@ def plan_from_generate(
         eos_token_ids=eos_ids,
         pad_token_id=int(pad.item()),
         max_new_tokens=max_new,
-        logits_processor=with_cached_masks(logits_processor),  # same scores, without rebuilding masks per call
+        # the same scores: masks not rebuilt per call, per-row state taken for the rows of each call
+        logits_processor=with_row_bound(with_cached_masks(logits_processor)),
         generation_config=config,
         do_sample=bool(config.do_sample),
         return_dict=bool(config.return_dict_in_generate),

@@ -39,6 +39,9 @@ class DecodingBatch:
     # the big model's cross-attention keys and values of one decoder layer (computed once, for its own first forward
     # as well), or None where they cannot be had outside that forward: for a draft that shares those projections
     big_cross_attention: Callable[[int], tuple[torch.Tensor, torch.Tensor] | None] | None = None
+    # the big model's encoder output object as its encoder returned it (its class and other per-row tensors are what
+    # a draft reading the same encoder output is given besides the hidden states)
+    encoder_output: object = None
 
     @property
     def rows(self) -> int:

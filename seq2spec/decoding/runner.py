@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 from contextlib import nullcontext
+from dataclasses import dataclass
 
 import torch
 from transformers import DynamicCache, EncoderDecoderCache, PreTrainedModel
 from transformers.modeling_outputs import BaseModelOutput
+from transformers.utils import ModelOutput
 
 from seq2spec.decoding import cache as cache_ops
-from seq2spec.decoding.families import Family, row_positions
+from seq2spec.decoding.families import Family
 from seq2spec.decoding.head import BigModelHead
+from seq2spec.decoding.positions import DecoderPositions, FedPositions
 from seq2spec.decoding.step import DecoderStep
 from seq2spec.decoding.transfer import to_device
 
@@ -36,6 +39,9 @@ class DecoderRunner:
         step: DecoderStep | None = None,
         head: BigModelHead | None = None,
         exact: DecoderStep | None = None,
+        *,
+        prompt_width: int = 0,
+        encoder_output: object = None,
     ) -> None:
         self.model = model
         self.step = step
@@ -49,6 +55,10 @@ class DecoderRunner:
         rows = encoder_hidden_states.shape[0]
         self.padding = [0] * rows  # host copy of ``pad``
         self.pad = torch.zeros(rows, dtype=torch.long, device=self.device)
+        self.prompt_pad = self.pad  # the share of ``pad`` that is a left-padded prompt's padding
+        self.prompt_width = prompt_width
+        self.positions = DecoderPositions.of(model) if family.learned_positions else None
+        self.encoder_extras = EncoderExtras.of(encoder_output, rows, self.device, encoder_hidden_states.dtype)
 
     def pad_prompt(self, padding: list[int]) -> None:
         """Before the first forward: row ``r``'s first ``padding[r]`` tokens are padding (a left-padded prompt)."""
@@ -56,6 +66,7 @@ class DecoderRunner:
             raise RuntimeError("pad_prompt applies before the first forward only")
         self.padding = list(padding)
         self.pad = torch.tensor(self.padding, dtype=torch.long, device=self.device)
+        self.prompt_pad = self.pad.clone()
 
     @property
     def cache_length(self) -> int:
@@ -72,11 +83,15 @@ class DecoderRunner:
         mask = None
         if padded:  # a row's padding is in its cache, or (a padded prompt) in the tokens fed first
             mask = (torch.arange(self.cache_length + length, device=self.device)[None, :] >= self.pad[:, None]).long()
+        fed = self.fed_positions(tokens, padded)
+        self.prompt_width = 0  # only the first forward starts with the prompt
+        positions = self.positions.installed(fed) if self.positions is not None else nullcontext()
         sliced_head = self.head.installed(self.model) if self.head is not None else nullcontext()
-        with row_positions(self.model, self.family, self.pad if padded else None), sliced_head:
+        with positions, sliced_head:
             if self.exact is not None:
                 pad = self.pad if padded else None
                 return self.exact(tokens, self.cache, self.encoder_hidden_states, self.encoder_attention_mask, pad)
+            extra = self.positions.arguments(fed) if self.positions is not None else {}
             if self.family.decoder_only:
                 output = self.model(
                     input_ids=tokens,
@@ -87,14 +102,25 @@ class DecoderRunner:
                 )
             else:
                 output = self.model(
-                    encoder_outputs=BaseModelOutput(last_hidden_state=self.encoder_hidden_states),
+                    encoder_outputs=self.encoder_extras.output(self.encoder_hidden_states),
                     attention_mask=self.encoder_attention_mask,
                     decoder_input_ids=tokens,
                     decoder_attention_mask=mask,
                     **cache_ops.cache_argument(self.model, self.cache),
                     use_cache=True,
+                    **extra,
                 )
         return output.logits.float()
+
+    def fed_positions(self, tokens: torch.Tensor, padded: bool) -> FedPositions | None:
+        """Each row's numbers for ``tokens`` as generate numbers them; None where the decoder's own (by cache slot)
+        are right for every row: no row padded, and (fairseq numbering) no prompt counted within the call."""
+        if self.positions is None or (not padded and self.positions.kind != "fairseq"):
+            return None
+        start = self.cache_length - self.pad
+        if self.family.numbering == "slot":  # generate counts a left-padded prompt's padding slots too
+            start = start + self.prompt_pad
+        return FedPositions(tokens, start, self.prompt_width)
 
     def cross_attention(self, index: int) -> tuple[torch.Tensor, torch.Tensor] | None:
         """Decoder layer ``index``'s cross-attention keys and values, computed now if no forward has yet, exactly
@@ -127,7 +153,9 @@ class DecoderRunner:
         cache_ops.select_rows(self.cache, index)
         self.padding = [self.padding[row] for row in rows]
         self.pad = self.pad.index_select(0, index)
+        self.prompt_pad = self.prompt_pad.index_select(0, index)
         self.encoder_hidden_states = self.encoder_hidden_states.index_select(0, index)
+        self.encoder_extras = self.encoder_extras.rows(index)
         if self.encoder_attention_mask is not None:
             self.encoder_attention_mask = self.encoder_attention_mask.index_select(0, index)
         self._trim_common_padding()
@@ -138,3 +166,46 @@ class DecoderRunner:
             cache_ops.drop_first_slots(self.cache, common)
             self.padding = [pad - common for pad in self.padding]
             self.pad = self.pad - common
+
+
+@dataclass(frozen=True)
+class EncoderExtras:
+    """What a model's forward reads from its encoder output object besides the hidden states: the object's class (a
+    mixture-of-experts model's carries router logits) and its other per-row tensors (a speech encoder's attention mask
+    over its subsampled frames)."""
+
+    output_type: type = BaseModelOutput
+    tensors: tuple[tuple[str, torch.Tensor], ...] = ()
+
+    @staticmethod
+    def output_class(output: object) -> type:
+        """The class to rebuild ``output`` as (``BaseModelOutput`` for a tuple or an object without hidden states)."""
+        kind = type(output)
+        if isinstance(output, ModelOutput) and "last_hidden_state" in getattr(kind, "__dataclass_fields__", {}):
+            return kind
+        return BaseModelOutput
+
+    @classmethod
+    def of(cls, output: object, rows: int, device: torch.device, dtype: torch.dtype) -> EncoderExtras:
+        """From an encoder output object (None or a tuple: nothing besides the hidden states), on ``device``, floating
+        tensors in ``dtype``."""
+        kind = cls.output_class(output)
+        if kind is BaseModelOutput and not isinstance(output, BaseModelOutput):
+            return cls()
+        tensors = tuple(
+            (name, value.to(device, dtype) if value.is_floating_point() else value.to(device))
+            for name, value in output.items()
+            if name != "last_hidden_state" and _per_row(value, rows)
+        )
+        return cls(kind, tensors)
+
+    def output(self, hidden_states: torch.Tensor) -> ModelOutput:
+        return self.output_type(last_hidden_state=hidden_states, **dict(self.tensors))
+
+    def rows(self, index: torch.Tensor) -> EncoderExtras:
+        selected = tuple((name, value.index_select(0, index.to(value.device))) for name, value in self.tensors)
+        return EncoderExtras(self.output_type, selected)
+
+
+def _per_row(value: object, rows: int) -> bool:
+    return isinstance(value, torch.Tensor) and value.dim() > 0 and value.shape[0] == rows

@@ -19,10 +19,11 @@ from seq2spec.decoding.attentions import attentions_as_generate
 from seq2spec.decoding.exact import ExactForwards
 from seq2spec.decoding.families import Family
 from seq2spec.decoding.head import BigModelHead
+from seq2spec.decoding.layout_check import LayoutCheck, ProbeRow, Verdict
 from seq2spec.decoding.loop import speculative_decode
 from seq2spec.decoding.plan import GenerationPlan, plan_from_generate
 from seq2spec.decoding.proposal import DecodingBatch, Proposer
-from seq2spec.decoding.runner import DecoderRunner
+from seq2spec.decoding.runner import DecoderRunner, EncoderExtras
 from seq2spec.decoding.scores import ScoreRecorder
 from seq2spec.decoding.verify import GreedyVerifier, SamplingVerifier, Verifier
 from seq2spec.options import Acceptance, SpeculationStats
@@ -53,8 +54,10 @@ class SpeculativeSearch:
         head: BigModelHead | None = None,
         exact: ExactForwards | None = None,
         capture_draft_processing: bool = False,
+        layout_check: LayoutCheck | None = None,
     ) -> None:
         self.family = family
+        self.layout_check = layout_check if layout_check is not None else LayoutCheck()
         self.capture_draft_processing = capture_draft_processing
         self.head = head
         self.exact = exact
@@ -80,25 +83,13 @@ class SpeculativeSearch:
         encoder_outputs = model_kwargs.get("encoder_outputs")
         if encoder_outputs is None:
             raise ValueError("generate passed no encoder output to the decoding method")
-        encoder_hidden_states = encoder_outputs[0]
         self.stats.big_encoder_calls += 1
         attention_mask = model_kwargs.get("attention_mask")
         if self.family.model_type == "whisper":
             attention_mask = None  # Whisper's encoder reads every frame of a window; its decoder attends to all
-        exact = self.exact.for_model(model) if self.exact is not None else None
-        runner = DecoderRunner(model, self.family, encoder_hidden_states, attention_mask, head=self.head, exact=exact)
-        batch = DecodingBatch(
-            encoder_inputs=inputs_tensor if inputs_tensor is not None else input_ids,
-            attention_mask=attention_mask,
-            encoder_hidden_states=encoder_hidden_states,
-            prompt=input_ids,
-            eos_token_ids=plan.eos_token_ids,
-            pad_token_id=plan.pad_token_id,
-            do_sample=plan.do_sample,
-            generator=self.generator,
-            prompt_padding=prompt_padding,
-            transcript_start=self._transcript_start(input_ids, generation_config),
-            big_cross_attention=runner.cross_attention,
+        encoder_inputs = inputs_tensor if inputs_tensor is not None else input_ids
+        runner, batch = self._runner_and_batch(
+            model, plan, input_ids, prompt_padding, encoder_inputs, encoder_outputs, attention_mask, generation_config
         )
         verifier: Verifier = (
             SamplingVerifier(self.generator, self.acceptance) if plan.do_sample else GreedyVerifier(self.acceptance)
@@ -113,15 +104,78 @@ class SpeculativeSearch:
             self.stats,
             verifier=verifier,
             position_limit=self.position_limit,
+            fed_limit=self.family.max_fed_tokens,
             recorder=recorder,
-            capture_draft_processing=self.capture_draft_processing and encoder_hidden_states.device.type == "cuda",
+            capture_draft_processing=self.capture_draft_processing and runner.device.type == "cuda",
         )
         if not plan.return_dict:
             return sequences
         return self._output(model, plan, recorder, sequences, input_ids, encoder_outputs, prompt_padding)
 
-    @staticmethod
+    def _runner_and_batch(
+        self,
+        model: PreTrainedModel,
+        plan: GenerationPlan,
+        prompt: torch.Tensor,
+        prompt_padding: tuple[int, ...],
+        encoder_inputs: torch.Tensor,
+        encoder_outputs: Any,
+        attention_mask: torch.Tensor | None,
+        generation_config: GenerationConfig,
+    ) -> tuple[DecoderRunner, DecodingBatch]:
+        """The big model's runner (its layout checked first) and what the proposer may know of the batch."""
+        encoder_hidden_states = encoder_outputs[0]
+        verdict = self._check_layout(model, prompt, prompt_padding, encoder_outputs, attention_mask)
+        # a decoder that adds to its encoder input in place gets a copy of its own (a draft reads generate's)
+        big_hidden_states = encoder_hidden_states.clone() if verdict.writes_encoder_output else encoder_hidden_states
+        exact = self.exact.for_model(model) if self.exact is not None else None
+        runner = DecoderRunner(
+            model,
+            self.family,
+            big_hidden_states,
+            attention_mask,
+            head=self.head,
+            exact=exact,
+            prompt_width=prompt.shape[1],
+            encoder_output=encoder_outputs,
+        )
+        batch = DecodingBatch(
+            encoder_inputs=encoder_inputs,
+            attention_mask=attention_mask,
+            encoder_hidden_states=encoder_hidden_states,
+            prompt=prompt,
+            eos_token_ids=plan.eos_token_ids,
+            pad_token_id=plan.pad_token_id,
+            do_sample=plan.do_sample,
+            generator=self.generator,
+            prompt_padding=prompt_padding,
+            transcript_start=self._transcript_start(prompt, generation_config),
+            encoder_output=encoder_outputs,
+            big_cross_attention=runner.cross_attention,
+        )
+        return runner, batch
+
+    def _check_layout(
+        self,
+        model: PreTrainedModel,
+        prompt: torch.Tensor,
+        prompt_padding: tuple[int, ...],
+        encoder_outputs: Any,
+        attention_mask: torch.Tensor | None,
+    ) -> Verdict:
+        """Refuse the model before decoding if its decoder disagrees with itself in the layout (``layout_check.py``),
+        checked on the least-padded row's prompt and source."""
+        row = min(range(prompt.shape[0]), key=lambda index: prompt_padding[index] if prompt_padding else 0)
+        start = prompt_padding[row] if prompt_padding else 0
+        index = torch.tensor([row], device=prompt.device)
+        hidden = encoder_outputs[0]
+        extras = EncoderExtras.of(encoder_outputs, hidden.shape[0], hidden.device, hidden.dtype).rows(index)
+        mask = None if attention_mask is None else attention_mask[row : row + 1]
+        probe = ProbeRow(prompt[row, start:], hidden[row : row + 1], mask, extras)
+        return self.layout_check.require(model, self.family, probe)
+
     def _output(
+        self,
         model: PreTrainedModel,
         plan: GenerationPlan,
         recorder: ScoreRecorder,
@@ -137,7 +191,13 @@ class SpeculativeSearch:
         )
         if plan.output_attentions:
             output.decoder_attentions, output.cross_attentions = attentions_as_generate(
-                model, encoder_outputs[0], sequences, prompt.shape[1], prompt_padding
+                model,
+                encoder_outputs[0],
+                sequences,
+                prompt.shape[1],
+                prompt_padding,
+                numbered_by_mask=self.family.numbering == "mask",
+                encoder_output_type=EncoderExtras.output_class(encoder_outputs),
             )
             output.encoder_attentions = getattr(encoder_outputs, "attentions", None)
         return output

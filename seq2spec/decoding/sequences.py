@@ -9,6 +9,7 @@ from transformers import LogitsProcessor, LogitsProcessorList
 
 from seq2spec.decoding.captured_processing import CapturedStepProcessing, capturable
 from seq2spec.decoding.checked import BIT_EQUAL, check
+from seq2spec.decoding.row_bound import for_rows, has_row_bound
 from seq2spec.decoding.transfer import to_device
 
 
@@ -61,6 +62,7 @@ class PrefixProcessor:
     def __init__(self, processors: LogitsProcessorList, buffer: TokenBuffer, *, capture_steps: bool = False) -> None:
         self.processors = processors
         self.buffer = buffer
+        self.row_bound = has_row_bound(processors)  # some processor must be told the rows' places in generate's batch
         self.ragged = all(processes_ragged(p) for p in processors)
         self.capture_steps = capture_steps and self.ragged and capturable(processors)
         self._captured: CapturedStepProcessing | None = None
@@ -94,7 +96,9 @@ class PrefixProcessor:
                 scores.copy_(processed.view(count, positions, vocabulary))
             return scores
         for j in range(scores.shape[1]):
-            scores[:, j] = self._apply(prefixes, row_lengths + j, [length + j for length in lengths], scores[:, j])
+            scores[:, j] = self._apply(
+                prefixes, row_lengths + j, [length + j for length in lengths], scores[:, j], rows
+            )
         return scores
 
     def step(
@@ -116,7 +120,7 @@ class PrefixProcessor:
     ) -> torch.Tensor:
         prefixes, row_lengths, lengths = self._with_candidates(rows, candidates, lengths)
         width = candidates.shape[1]
-        return self._apply(prefixes, row_lengths + width, [length + width for length in lengths], scores)
+        return self._apply(prefixes, row_lengths + width, [length + width for length in lengths], scores, rows)
 
     def _captured_step(
         self, rows: torch.Tensor, candidates: torch.Tensor, scores: torch.Tensor, lengths: Sequence[int] | None
@@ -165,7 +169,12 @@ class PrefixProcessor:
         return scores
 
     def _apply(
-        self, prefixes: torch.Tensor, row_lengths: torch.Tensor, lengths: list[int], scores: torch.Tensor
+        self,
+        prefixes: torch.Tensor,
+        row_lengths: torch.Tensor,
+        lengths: list[int],
+        scores: torch.Tensor,
+        rows: torch.Tensor,
     ) -> torch.Tensor:
         longest = max(lengths)
         if self.ragged:
@@ -173,11 +182,16 @@ class PrefixProcessor:
         groups: dict[int, list[int]] = {}
         for row, length in enumerate(lengths):
             groups.setdefault(length, []).append(row)
+        places = rows.tolist() if self.row_bound else None  # generate's row numbers, for row-bound processors
         if len(groups) == 1:  # every row has the same prefix length (always so for one row): one call, no regrouping
-            return self.processors(prefixes[:, :longest], scores.clone())
+            return self._processors_for(places)(prefixes[:, :longest], scores.clone())
         scores = scores.clone()
         for length, members in groups.items():
             index = to_device(members, scores.device)
-            processed = self.processors(prefixes.index_select(0, index)[:, :length], scores.index_select(0, index))
+            processors = self._processors_for(None if places is None else [places[row] for row in members])
+            processed = processors(prefixes.index_select(0, index)[:, :length], scores.index_select(0, index))
             scores.index_copy_(0, index, processed)
         return scores
+
+    def _processors_for(self, places: list[int] | None) -> LogitsProcessorList:
+        return self.processors if places is None else for_rows(self.processors, places)

@@ -106,6 +106,7 @@ class ProposerFactory:
         device, dtype = draft.device, draft.dtype
         lean, lean_encoder = self.lean_parts()
         mask = None if batch.attention_mask is None else batch.attention_mask.to(device)
+        encoder_output = batch.encoder_output
         if self.shares_encoder:
             encoder_hidden_states = batch.encoder_hidden_states.to(device, dtype)
         else:
@@ -115,15 +116,25 @@ class ProposerFactory:
             if lean_encoder is not None:
                 encoder_hidden_states = lean_encoder(inputs, mask)
             else:
-                encoder_hidden_states = draft.get_encoder()(
-                    **{family.encoder_input_name: inputs}, attention_mask=mask, return_dict=True
-                ).last_hidden_state
+                name = family.encoder_input_name
+                if name == "input_ids" and inputs.is_floating_point():
+                    name = "inputs_embeds"  # generate handed the encoder embeddings (Pop2Piano's conditioned features)
+                encoded = draft.get_encoder()(**{name: inputs}, attention_mask=mask, return_dict=True)
+                encoder_hidden_states, encoder_output = encoded.last_hidden_state, encoded
             stats.draft_encoder_calls += 1
         shared = self.shared_cross_attention(batch)
         graphed = self.graphed_step(lean)
         if graphed is not None:
             return graphed.runner(encoder_hidden_states, shared)
-        runner = DecoderRunner(draft, family, encoder_hidden_states, mask, lean)
+        runner = DecoderRunner(
+            draft,
+            family,
+            encoder_hidden_states,
+            mask,
+            lean,
+            prompt_width=batch.prompt.shape[1] - batch.transcript_start,
+            encoder_output=encoder_output,
+        )
         for index, (key, value) in shared.items():
             runner.take_cross_attention(index, key, value)
         return runner

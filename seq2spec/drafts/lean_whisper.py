@@ -9,10 +9,10 @@ and on a CPU it runs every linear layer in int8 (``seq2spec.drafts.dense``).
 
 It reads and writes the caller's ``EncoderDecoderCache`` as transformers does (the same layers, shapes and
 ``is_updated`` flags), so the cache surgery of ``cache.py`` works unchanged, and it embeds each row's positions
-from its own padding as ``families.row_positions`` does. ``LeanWhisperDraft.checked`` compares its float step
-with transformers' logits on a probe before first use and returns None when they disagree (another transformers
-version, an unusual checkpoint), in which case the draft keeps using transformers. The big model is never run
-here: a draft's logits choose candidates, the big model decides every output token.
+from its own padding as the runner numbers a Whisper decoder's (``positions.py``). ``LeanWhisperDraft.checked``
+compares its float step with transformers' logits on a probe before first use and returns None when they disagree
+(another transformers version, an unusual checkpoint), in which case the draft keeps using transformers. The big
+model is never run here: a draft's logits choose candidates, the big model decides every output token.
 """
 
 from __future__ import annotations

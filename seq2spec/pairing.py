@@ -61,9 +61,17 @@ def load_model(model: ModelLike, role: str, **load_kwargs: Any) -> PreTrainedMod
     """``model`` itself, or the encoder-decoder (text or speech) that ``from_pretrained`` loads for a name or path."""
     if isinstance(model, str):
         from transformers import AutoConfig, AutoModelForSeq2SeqLM, AutoModelForSpeechSeq2Seq
+        from transformers.models.auto.modeling_auto import (
+            MODEL_FOR_SEQ_TO_SEQ_CAUSAL_LM_MAPPING_NAMES,
+            MODEL_FOR_SPEECH_SEQ_2_SEQ_MAPPING_NAMES,
+        )
 
         found = locate_pretrained(model, role)
-        speech = AutoConfig.from_pretrained(model, **found).model_type == "whisper"
+        model_type = AutoConfig.from_pretrained(model, **found).model_type
+        # a family both mappings name (SeamlessM4T) loads as text-to-text, as AutoModelForSeq2SeqLM does
+        speech = model_type in MODEL_FOR_SPEECH_SEQ_2_SEQ_MAPPING_NAMES and model_type not in (
+            MODEL_FOR_SEQ_TO_SEQ_CAUSAL_LM_MAPPING_NAMES
+        )
         loader = AutoModelForSpeechSeq2Seq if speech else AutoModelForSeq2SeqLM
         return loader.from_pretrained(model, **found, **load_kwargs).eval()
     if not isinstance(model, torch.nn.Module):
@@ -211,10 +219,13 @@ def load_tokenizer(source: str):
 
 
 def load_processor(source: str):
-    """Whisper's processor (feature extractor + tokenizer) for a model name or path; a failure names the fix."""
+    """A speech model's processor (feature extractor + tokenizer) for a model name or path; a failure names the
+    fix."""
     from transformers import AutoProcessor
 
     try:
         return AutoProcessor.from_pretrained(source, **locate_pretrained(source, "processor", model=False))
     except Exception as error:  # noqa: BLE001 - re-raised with the fix named
-        raise ValueError(f"could not load a processor from {source!r}; pass tokenizer=WhisperProcessor") from error
+        raise ValueError(
+            f"could not load a processor from {source!r}; pass tokenizer= the model's processor (WhisperProcessor, ...)"
+        ) from error

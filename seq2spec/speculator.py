@@ -158,7 +158,7 @@ class Seq2SeqSpeculator:
 
     @property
     def processor(self):
-        """Whisper's processor (feature extractor + tokenizer): passed as ``tokenizer=``, or loaded by name."""
+        """A speech model's processor (feature extractor + tokenizer): passed as ``tokenizer=``, or loaded by name."""
         from transformers import ProcessorMixin
 
         if not isinstance(self._tokenizer, ProcessorMixin):

@@ -35,6 +35,7 @@ VOCABULARY = 256
 _SIZES = (
     (re.compile(r"^(d_model|hidden_size|embed_dim|cross_(attention_)?hidden_size|output_hidden_size)$"), 64),
     (re.compile(r"layers$"), 2),
+    (re.compile(r"^num_key_value_heads$"), 2),  # grouped-query attention where the family has it
     (re.compile(r"heads$"), 4),
     (re.compile(r"(ffn_dim|^d_ff|intermediate_size)$"), 128),
     (re.compile(r"^(head_dim|d_kv|cross_head_dim)$"), 16),

@@ -25,8 +25,10 @@ from transformers.integrations.sdpa_attention import sdpa_attention_forward
 from transformers.masking_utils import ALL_MASK_ATTENTION_FUNCTIONS, eager_mask
 
 NAME = "seq2spec_float64_decoder"
-CROSS_ATTENTION_NAMES = frozenset({"encoder_attn", "EncDecAttention"})  # Whisper/BART/Marian, T5/MT5
+# Whisper/BART/Marian, T5/MT5, BERT decoders, T5Gemma/Moonshine and others
+CROSS_ATTENTION_NAMES = frozenset({"encoder_attn", "EncDecAttention", "crossattention", "cross_attn"})
 CROSS_ATTENTION_MARK = "_seq2spec_cross_attention"
+DECODER_MARK = "_seq2spec_decoder_attention"  # any module within the decoder (not every family sets is_decoder)
 
 
 class _Float64Copy:
@@ -72,18 +74,25 @@ def float64_decoder_attention(
     **kwargs: Any,
 ) -> tuple[torch.Tensor, torch.Tensor | None]:
     """transformers' attention signature: float64 for decoder self- and cross-attention, sdpa (or the family's own
-    eager attention, for position biases or attention weights) elsewhere."""
-    if not getattr(module, "is_decoder", False):
-        if position_bias is not None or kwargs.get("output_attentions"):
+    eager attention, for position biases, soft-capped scores or attention weights) elsewhere."""
+    softcap = kwargs.get("softcap")
+    if not (getattr(module, DECODER_MARK, False) or getattr(module, "is_decoder", False)):
+        if position_bias is not None or kwargs.get("output_attentions") or softcap is not None:
             family_eager = sys.modules[type(module).__module__].eager_attention_forward
             if position_bias is not None:
                 kwargs["position_bias"] = position_bias
             return family_eager(module, query, key, value, attention_mask, scaling=scaling, dropout=dropout, **kwargs)
         return sdpa_attention_forward(module, query, key, value, attention_mask, dropout, scaling, **kwargs)
     scaling = query.shape[-1] ** -0.5 if scaling is None else scaling
-    scores = torch.matmul(query.double(), _float64(module, "key", key).transpose(-1, -2))
+    key, value = _float64(module, "key", key), _float64(module, "value", value)
+    if key.shape[1] != query.shape[1]:  # grouped-query attention: each key and value head serves several queries
+        key = key.repeat_interleave(query.shape[1] // key.shape[1], dim=1)
+        value = value.repeat_interleave(query.shape[1] // value.shape[1], dim=1)
+    scores = torch.matmul(query.double(), key.transpose(-1, -2))
     if scaling != 1.0:
         scores = scores * scaling
+    if softcap is not None:  # Gemma's capping of the scores, as its eager attention applies it
+        scores = torch.tanh(scores / softcap) * softcap
     if position_bias is not None:
         scores = scores + position_bias
     if attention_mask is not None:
@@ -92,7 +101,7 @@ def float64_decoder_attention(
         else:
             scores = scores + attention_mask
     weights = torch.softmax(scores, dim=-1)
-    output = torch.matmul(weights, _float64(module, "value", value)).to(query.dtype)
+    output = torch.matmul(weights, value).to(query.dtype)
     returned = weights.to(query.dtype) if kwargs.get("output_attentions") else None
     return output.transpose(1, 2).contiguous(), returned
 
@@ -124,3 +133,6 @@ def use_float64_decoder_attention(model: PreTrainedModel) -> None:
     for name, module in model.named_modules():
         if name.rpartition(".")[2] in CROSS_ATTENTION_NAMES:
             setattr(module, CROSS_ATTENTION_MARK, True)
+    decoder = model.get_decoder() if hasattr(model, "get_decoder") else None
+    for module in decoder.modules() if isinstance(decoder, nn.Module) else ():
+        setattr(module, DECODER_MARK, True)

@@ -78,6 +78,23 @@ def test_fairseq_positions_when_the_padding_token_is_emitted():
             module.padding_idx = config.pad_token_id
 
 
+def test_fairseq_position_table_grows_as_generate_grows_it():
+    """M2M100 extends its sinusoid table when a position passes its end; the rows the loop reads past it are the
+    ones generate's own extension makes."""
+    big, inputs = varied_model(M2M100)
+    module = big.get_decoder().embed_positions
+    full = module.weights
+    try:
+        module.weights = full[:5].clone()  # past position 2 (after the padding index) the table must grow
+        expected = greedy(big, inputs)
+        module.weights = full[:5].clone()
+        speculator = Seq2SeqSpeculator(big, perturbed(big), num_draft_tokens=4)
+        assert_same(speculator.generate(**inputs, max_new_tokens=MAX_NEW_TOKENS), expected)
+        assert module.weights.shape[0] > MAX_NEW_TOKENS
+    finally:
+        module.weights = full
+
+
 def test_switch_transformers_feeds_no_more_tokens_than_an_expert_takes():
     """Switch Transformers' routers drop a row's tokens past ``expert_capacity`` within one forward; the loop never
     feeds a row more than that, so long drafts stay exact."""
@@ -171,3 +188,61 @@ def test_a_position_module_of_an_unknown_kind_is_refused_at_construction():
     assert position_kind(big)[0] is None
     with pytest.raises(NotImplementedError, match="Shifted, which seq2spec cannot number per row"):
         Seq2SeqSpeculator(big)
+
+
+def _composite(decoder_config):
+    """An EncoderDecoderModel of a tiny BERT encoder and ``decoder_config``'s decoder, with varied outputs."""
+    from family_models import choose_end_token, shrink
+    from transformers import BertConfig, EncoderDecoderConfig, EncoderDecoderModel
+
+    shrink(decoder_config)
+    decoder_config.is_decoder = decoder_config.add_cross_attention = True
+    config = EncoderDecoderConfig.from_encoder_decoder_configs(shrink(BertConfig(vocab_size=256)), decoder_config)
+    config.decoder_start_token_id, config.pad_token_id, config.eos_token_id = 1, 0, 2
+    for seed in range(8):  # the first weights whose rows end at different steps with an end token they emit
+        torch.manual_seed(seed)
+        model = EncoderDecoderModel(config=config).eval()
+        generator = torch.Generator().manual_seed(seed)
+        with torch.no_grad():
+            for module in model.modules():
+                for parameter in module.parameters(recurse=False):
+                    if parameter.dim() >= 2:
+                        gain = 1.0 if isinstance(module, torch.nn.Embedding) else 3 * parameter[0].numel() ** -0.5
+                        parameter.copy_(torch.randn(parameter.shape, generator=generator) * gain)
+        ids = torch.randint(5, 256, (6, 10), generator=generator)
+        mask = (torch.arange(10)[None, :] < torch.tensor([10, 9, 7, 6, 5, 4])[:, None]).long()
+        inputs = {"input_ids": ids * mask, "attention_mask": mask}
+        if choose_end_token(model, inputs):
+            return model, inputs
+    raise AssertionError("no composite whose rows end at different steps")
+
+
+def _decoder_configs():
+    from transformers import BertConfig, GPT2Config, RobertaConfig
+
+    return {
+        "bert": BertConfig(vocab_size=256),
+        "roberta": RobertaConfig(vocab_size=256),  # numbers positions fairseq's way, from its padding index
+        "gpt2": GPT2Config(vocab_size=256, n_embd=64, n_layer=2, n_head=4, bos_token_id=1, eos_token_id=2),
+    }
+
+
+@pytest.mark.parametrize("decoder", ["bert", "roberta", "gpt2"])
+def test_composite_encoder_decoder_with_any_decoder(decoder):
+    model, inputs = _composite(_decoder_configs()[decoder])
+    expected = greedy(model, inputs)
+    assert variety(expected, model)["rows"] >= 3
+    speculator = Seq2SeqSpeculator(model, perturbed(model), num_draft_tokens=4)
+    assert_same(speculator.generate(**inputs, max_new_tokens=MAX_NEW_TOKENS), expected)
+
+
+def test_positions_numbered_otherwise_than_generate_are_caught(monkeypatch):
+    """Were RoBERTa's positions numbered by slot (as BERT's are), the check would refuse the model: a whole-sequence
+    forward that numbers otherwise than the steps does not widen its tolerance past what rounding reaches."""
+    import seq2spec.decoding.positions as positions
+
+    model, inputs = _composite(_decoder_configs()["roberta"])
+    monkeypatch.setattr(positions, "_fairseq_embeddings", lambda decoder: None)
+    speculator = Seq2SeqSpeculator(model, perturbed(model), num_draft_tokens=4)
+    with pytest.raises(NotImplementedError, match="differ from those of generate's one-token steps"):
+        speculator.generate(**inputs, max_new_tokens=MAX_NEW_TOKENS)

@@ -8,16 +8,17 @@ token is number ``start[r]``, its slot in ``generate``'s cache. What a decoder h
 - ``relative``: no absolute position module (T5, MT5, UMT5, LongT5, Switch Transformers): attention reads distances
   between slots, which the layout keeps. Nothing to do.
 - ``ids``: the forward takes ``decoder_position_ids`` (rotary families such as T5Gemma and Moonshine, Canary, Cohere
-  ASR, Whisper), or is a composite ``EncoderDecoderModel`` whose decoder takes ``position_ids``: they are passed.
+  ASR, Whisper), or is a composite ``EncoderDecoderModel`` whose decoder takes ``position_ids``: they are passed,
+  numbered fairseq's way where the decoder's embeddings would number them so (RoBERTa).
 - ``table``: an ``nn.Embedding`` indexed by position plus its ``offset`` (learned: BART, mBART, Blenderbot, LED,
   MVP, PLBart, BigBird-Pegasus; fixed sinusoids: Marian, Pegasus): the table's rows for each row's numbers.
 - ``fairseq``: sinusoids numbered from the padding index, a padding token taking the padding index's row (M2M100,
-  NLLB, Speech2Text, SeamlessM4T, SpeechT5, FSMT): each token's row as ``generate``'s one-token steps compute it.
+  NLLB, Speech2Text, SeamlessM4T, SpeechT5): each token's row as ``generate``'s one-token steps compute it.
 - ``computed``: sinusoids computed from the numbers (PEGASUS-X): the module's own computation, on each row's numbers.
 
 For the duration of one decoder call the module's ``forward`` is replaced (``installed``), so its own slot-based
 computation never runs (it could index past its table where a row's slots outrun its positions). Whatever the kind,
-``probe.py`` compares the layout with an unpadded forward before a model is decoded.
+``layout_check.py`` compares the layout with ``generate``'s own steps before a model is decoded.
 """
 
 from __future__ import annotations
@@ -42,11 +43,13 @@ _POSITION_MODULE_NAMES = ("embed_positions", "position_embeddings", "pos_emb", "
 @dataclass(frozen=True)
 class FedPositions:
     """The tokens of one decoder call and their numbers: row ``r``'s token ``j`` is number ``start[r] + j``.
-    ``prompt_columns``: how many leading columns are the decoder prompt (the first call only; 0 afterwards)."""
+    ``prompt_columns``: how many leading columns are the decoder prompt (the first call only; 0 afterwards);
+    ``end``: no number reaches it (known on the host, so a table is sized without waiting for the device)."""
 
     tokens: torch.Tensor
     start: torch.Tensor
     prompt_columns: int = 0
+    end: int = 0
 
     def numbers(self) -> torch.Tensor:
         """``[rows, len]``: each token's number (negative for a left-padded prompt's padding under Whisper's
@@ -97,14 +100,13 @@ def position_kind(model: PreTrainedModel) -> tuple[PositionKind | None, nn.Modul
     """How ``model``'s decoder embeds positions and the module that does (None for ``relative`` and ``ids``); kind
     None: a position module of a kind seq2spec does not know."""
     if takes_position_ids(model):
-        return "ids", None
+        return "ids", _fairseq_embeddings(model.get_decoder())
     found = position_module(model.get_decoder())
     if found is None:
         return "relative", None
     _, module = found
-    if callable(getattr(module, "create_position_ids_from_input_ids", None)) and hasattr(module, "weights"):
-        return "fairseq", module
-    if isinstance(module, nn.Embedding) and callable(getattr(module, "make_positions", None)):
+    fairseq = ("create_position_ids_from_input_ids", "make_weights")
+    if all(callable(getattr(module, name, None)) for name in fairseq) and hasattr(module, "weights"):
         return "fairseq", module
     if isinstance(module, nn.Embedding) and module.padding_idx is None:
         return "table", module
@@ -113,19 +115,24 @@ def position_kind(model: PreTrainedModel) -> tuple[PositionKind | None, nn.Modul
     return None, module
 
 
-def table_size(model: PreTrainedModel) -> int | None:
-    """The most decoder positions a table-kind decoder has (None where its positions are not a fixed table)."""
-    kind, module = position_kind(model)
-    if kind == "table" and isinstance(module, nn.Embedding):
-        return module.num_embeddings - int(getattr(module, "offset", 0))
+def _fairseq_embeddings(decoder: nn.Module) -> nn.Module | None:
+    """A decoder's embeddings that number positions fairseq's way when given none (RoBERTa's, in a composite), whose
+    ``padding_idx`` the numbers then need; None for decoders that number by slot."""
+    for module in decoder.modules():
+        if callable(getattr(module, "create_position_ids_from_input_ids", None)) and hasattr(module, "padding_idx"):
+            return module
     return None
 
 
 def decoder_config(model: PreTrainedModel) -> PreTrainedConfig:
-    """The configuration that describes the decoder (a composite's or T5Gemma's own ``decoder`` part)."""
+    """The configuration that describes the decoder (a composite's or T5Gemma's ``decoder`` part, Canary's
+    ``decoder_config``)."""
     config = model.config
-    decoder = getattr(config, "decoder", None)
-    return decoder if isinstance(decoder, PreTrainedConfig) else config
+    for name in ("decoder", "decoder_config"):
+        part = getattr(config, name, None)
+        if isinstance(part, PreTrainedConfig):
+            return part
+    return config
 
 
 class DecoderPositions:
@@ -146,11 +153,19 @@ class DecoderPositions:
             )
         return cls(model, kind, module)
 
+    @property
+    def every_call(self) -> bool:
+        """Whether the numbers must be given even when no row is padded: fairseq numbers a block of tokens fed at
+        once differently from the same tokens fed one at a time (a padding token among them)."""
+        return self.kind == "fairseq" or (self.kind == "ids" and self.module is not None)
+
     def arguments(self, fed: FedPositions | None) -> dict[str, torch.Tensor]:
-        """Keyword arguments of the model's forward that carry the positions (``ids`` kind only)."""
+        """Keyword arguments of the model's forward that carry the positions (``ids`` kind only; numbered fairseq's
+        way where the decoder's embeddings would number them so)."""
         if self.kind != "ids" or fed is None:
             return {}
-        return {"decoder_position_ids": fed.numbers().clamp(min=0)}
+        numbers = self._numbers(fed) if self.module is not None else fed.numbers().clamp(min=0)
+        return {"decoder_position_ids": numbers}
 
     @contextmanager
     def installed(self, fed: FedPositions | None) -> Iterator[None]:
@@ -175,40 +190,25 @@ class DecoderPositions:
     def _fairseq(self, fed: FedPositions, original, *args, **kwargs) -> torch.Tensor:
         """``generate`` feeds the prompt in one call and each later token alone; ``_numbers`` says what that gives."""
         module = self.module
+        padding = self.padding_index
+        if padding + 1 + fed.end > module.weights.shape[0]:  # extended as the module's own forward extends it
+            rows = padding + 1 + fed.end + getattr(module, "offset", 0)
+            module.make_weights(rows, module.weights.shape[1], padding)
         positions = self._numbers(fed)
-        table = self._grown(module, int(positions.max()) + 1)
-        if isinstance(module, nn.Embedding):
-            return F.embedding(positions, table)
         rows, length = fed.tokens.shape
-        return table.index_select(0, positions.reshape(-1)).view(rows, length, table.shape[-1]).detach()
+        return module.weights.index_select(0, positions.reshape(-1)).view(rows, length, -1).detach()
 
     def _numbers(self, fed: FedPositions) -> torch.Tensor:
         """Fairseq's numbers: within one call, a token's count of real (non-padding) tokens up to it in that call,
-        plus the cache's length, after the padding index; a padding token gets the padding index itself. FSMT
-        (``make_positions``) adds the cache's length after masking, so its padding tokens get it too."""
+        plus the cache's length, after the padding index; a padding token gets the padding index itself."""
         padding = self.padding_index
         real = (fed.tokens != padding).long()
-        slots = fed.numbers()  # a token fed alone: the cache length before it is its own slot
-        fsmt = isinstance(self.module, nn.Embedding)
-        positions = (real + padding + slots) if fsmt else (1 + slots) * real + padding
-        if fed.prompt_columns:  # the prompt: one call, counted from the cache length before it (0)
+        positions = (1 + fed.numbers()) * real + padding  # a token fed alone: the cache length before it is its slot
+        if fed.prompt_columns:  # the prompt: one call, counted from the cache length before it
             prompt = real[:, : fed.prompt_columns]
-            counted = prompt.cumsum(dim=1)
-            before = fed.start[:, None]
-            first = (counted * prompt + padding + before) if fsmt else (counted + before) * prompt + padding
+            first = (prompt.cumsum(dim=1) + fed.start[:, None]) * prompt + padding
             positions = torch.cat([first, positions[:, fed.prompt_columns :]], dim=1)
         return positions
-
-    @staticmethod
-    def _grown(module: nn.Module, size: int) -> torch.Tensor:
-        """The module's sinusoid table, extended as its own forward extends it when ``size`` rows are needed."""
-        if isinstance(module, nn.Embedding):
-            if size > module.weight.shape[0]:
-                module.make_weight(size, module.embedding_dim, module.padding_idx)
-            return module.weight
-        if size > module.weights.shape[0]:
-            module.make_weights(size + int(getattr(module, "offset", 0)), module.embedding_dim, module.padding_idx)
-        return module.weights
 
     def _computed(self, fed: FedPositions, original, *args, **kwargs) -> torch.Tensor:
         """The module's own computation over all rows' numbers laid end to end (each output row depends on its

@@ -56,6 +56,7 @@ class DecoderRunner:
         self.padding = [0] * rows  # host copy of ``pad``
         self.pad = torch.zeros(rows, dtype=torch.long, device=self.device)
         self.prompt_pad = self.pad  # the share of ``pad`` that is a left-padded prompt's padding
+        self.prompt_padding = [0] * rows  # host copy of ``prompt_pad``
         self.prompt_width = prompt_width
         self.positions = DecoderPositions.of(model) if family.learned_positions else None
         self.encoder_extras = EncoderExtras.of(encoder_output, rows, self.device, encoder_hidden_states.dtype)
@@ -67,6 +68,7 @@ class DecoderRunner:
         self.padding = list(padding)
         self.pad = torch.tensor(self.padding, dtype=torch.long, device=self.device)
         self.prompt_pad = self.pad.clone()
+        self.prompt_padding = list(padding)
 
     @property
     def cache_length(self) -> int:
@@ -114,13 +116,16 @@ class DecoderRunner:
 
     def fed_positions(self, tokens: torch.Tensor, padded: bool) -> FedPositions | None:
         """Each row's numbers for ``tokens`` as generate numbers them; None where the decoder's own (by cache slot)
-        are right for every row: no row padded, and (fairseq numbering) no prompt counted within the call."""
-        if self.positions is None or (not padded and self.positions.kind != "fairseq"):
+        are right for every row: no row padded, and no fairseq numbering (which differs for a block of tokens)."""
+        if self.positions is None or (not padded and not self.positions.every_call):
             return None
-        start = self.cache_length - self.pad
+        cache_length = self.cache_length
+        start = cache_length - self.pad
+        end = cache_length + tokens.shape[1]
         if self.family.numbering == "slot":  # generate counts a left-padded prompt's padding slots too
             start = start + self.prompt_pad
-        return FedPositions(tokens, start, self.prompt_width)
+            end += max(0, max(self.prompt_padding) - min(self.padding))
+        return FedPositions(tokens, start, self.prompt_width, end)
 
     def cross_attention(self, index: int) -> tuple[torch.Tensor, torch.Tensor] | None:
         """Decoder layer ``index``'s cross-attention keys and values, computed now if no forward has yet, exactly
@@ -154,6 +159,7 @@ class DecoderRunner:
         self.padding = [self.padding[row] for row in rows]
         self.pad = self.pad.index_select(0, index)
         self.prompt_pad = self.prompt_pad.index_select(0, index)
+        self.prompt_padding = [self.prompt_padding[row] for row in rows]
         self.encoder_hidden_states = self.encoder_hidden_states.index_select(0, index)
         self.encoder_extras = self.encoder_extras.rows(index)
         if self.encoder_attention_mask is not None:

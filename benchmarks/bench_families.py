@@ -90,10 +90,11 @@ def _flan_t5(d_model: int, d_ff: int, layers: int, heads: int):
     )  # fmt: skip
 
 
-def _t5gemma_2b(decoder_layers: int = 26):
+def _t5gemma_2b(decoder_layers: int = 26, encoder_layers: int = 26):
     from transformers import T5GemmaConfig
 
     config = T5GemmaConfig()  # its defaults are the 2B-2B shape
+    config.encoder.num_hidden_layers = encoder_layers
     config.decoder.num_hidden_layers = decoder_layers
     return config
 
@@ -139,7 +140,8 @@ def build_pair(name: str):
         torch.set_default_dtype(torch.bfloat16)
         try:
             big = T5GemmaForConditionalGeneration(_t5gemma_2b()).eval()
-            draft = T5GemmaForConditionalGeneration(_t5gemma_2b(decoder_layers=2)).eval()
+            # its own encoder (one layer, so as not to hold a second one) gives way to the big model's
+            draft = T5GemmaForConditionalGeneration(_t5gemma_2b(decoder_layers=2, encoder_layers=1)).eval()
         finally:
             torch.set_default_dtype(torch.float32)
         draft.model.encoder = big.get_encoder()  # the same module: read once for both

@@ -69,3 +69,19 @@ def test_speculator_output_is_unchanged_and_the_head_restored():
     unsliced = Seq2SeqSpeculator(big, draft_from_big_layers(big, [0]))
     assert torch.equal(unsliced.generate(input_features=features, max_new_tokens=30, language="fr"), expected)
     assert unsliced._big_head.sliced is None
+
+
+@pytest.mark.parametrize("model_type", ["t5gemma", "marian", "m2m_100"])
+def test_any_family_s_head_is_sliced_in_place_without_touching_its_input_embeddings(model_type):
+    """The sliced head goes where the model holds its head: T5Gemma's set_output_embeddings would also tie the
+    decoder's input embeddings to whatever it is given."""
+    from family_models import MAX_NEW_TOKENS, FamilyCase, greedy, perturbed, varied_model
+
+    big, inputs = varied_model(FamilyCase(model_type, speech=False))
+    own = big.get_output_embeddings()
+    embeddings = big.get_decoder().get_input_embeddings().weight
+    expected = greedy(big, inputs)
+    speculator = Seq2SeqSpeculator(big, perturbed(big), num_draft_tokens=4)
+    assert torch.equal(speculator.generate(**inputs, max_new_tokens=MAX_NEW_TOKENS), expected)
+    assert speculator._big_head.sliced is not None and speculator._big_head.sliced.equal
+    assert big.get_output_embeddings() is own and big.get_decoder().get_input_embeddings().weight is embeddings

@@ -64,6 +64,7 @@ class BigModelHead:
 
     def __init__(self) -> None:
         self._heads: StateCache[SlicedHead] = StateCache()
+        self._holders: StateCache[tuple[nn.Module, str]] = StateCache()
 
     @property
     def sliced(self) -> SlicedHead | None:
@@ -78,8 +79,20 @@ class BigModelHead:
             yield
             return
         sliced = self._heads.get((id(head), weight_state(head.weight)), lambda: SlicedHead(head))
-        model.set_output_embeddings(sliced)
+        holder, name = self._holders.get(id(head), lambda: _holder(model, head))
+        # set in the module that holds the head, not through set_output_embeddings: some families' setter also ties
+        # the decoder's input embeddings to what it is given (T5Gemma)
+        setattr(holder, name, sliced)
         try:
             yield
         finally:
-            model.set_output_embeddings(head)
+            setattr(holder, name, head)
+
+
+def _holder(model: nn.Module, head: nn.Module) -> tuple[nn.Module, str]:
+    """The module that holds ``head`` as an attribute, and that attribute's name."""
+    for name, module in model.named_modules():
+        if module is head:
+            parent, _, attribute = name.rpartition(".")
+            return model.get_submodule(parent), attribute
+    raise ValueError(f"{type(model).__name__} does not hold its own output embeddings")

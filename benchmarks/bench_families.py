@@ -176,14 +176,18 @@ def measure(name: str, rows: int, fed: int, cache: int, repeats: int, max_new_to
     identical = expected.shape == got.shape and bool(torch.equal(expected, got))
     per_forward = speculator.last_stats.tokens_per_big_forward
 
-    encoded = big.get_encoder()(**{k: v for k, v in inputs.items() if k != "attention_mask"}).last_hidden_state
     mask = inputs.get("attention_mask")
+    sources = {k: v for k, v in inputs.items() if k != "attention_mask"}
+    big_encoded = big.get_encoder()(**sources, attention_mask=mask).last_hidden_state
     start = big.generation_config.decoder_start_token_id
     vocabulary = big.get_output_embeddings().weight.shape[0]
     generator = torch.Generator().manual_seed(2)
 
     def timed(model, feed: int) -> float:
-        runner = DecoderRunner(model, family_of(model), encoded.to(model.dtype), mask)
+        family = family_of(model)
+        shares = family.decoder_only or model is big or model.get_encoder() is big.get_encoder()
+        encoded = big_encoded if shares else model.get_encoder()(**sources, attention_mask=mask).last_hidden_state
+        runner = DecoderRunner(model, family, encoded.to(model.dtype), mask)
         prompt = torch.cat([torch.full((rows, 1), start), torch.randint(5, vocabulary, (rows, cache - 1))], dim=1)
         runner.forward(prompt)
         runner.forward(torch.randint(5, vocabulary, (rows, feed), generator=generator))  # warm

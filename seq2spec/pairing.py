@@ -80,17 +80,13 @@ def load_model(model: ModelLike, role: str, **load_kwargs: Any) -> PreTrainedMod
 
 
 def special_ids(model: PreTrainedModel) -> dict[str, Any]:
+    """The padding, end and decoder start tokens generate uses: the generation config's, else the model config's
+    (a configuration may have no such field at all: T5Gemma's has no decoder start token)."""
     generation = model.generation_config
     config = model.config
-    return {
-        "pad_token_id": generation.pad_token_id if generation.pad_token_id is not None else config.pad_token_id,
-        "eos_token_id": generation.eos_token_id if generation.eos_token_id is not None else config.eos_token_id,
-        "decoder_start_token_id": (
-            generation.decoder_start_token_id
-            if generation.decoder_start_token_id is not None
-            else config.decoder_start_token_id
-        ),
-    }
+    names = ("pad_token_id", "eos_token_id", "decoder_start_token_id")
+    own = {name: getattr(generation, name, None) for name in names}
+    return {name: own[name] if own[name] is not None else getattr(config, name, None) for name in names}
 
 
 def output_vocabulary_size(model: PreTrainedModel) -> int:

@@ -114,8 +114,9 @@ def tiny_config(case: FamilyCase) -> PreTrainedConfig:
         config.decoder_start_token_id = start
         if config.eos_token_id is None:  # a BERT decoder has no end token of its own: its [SEP]
             config.eos_token_id = decoder.eos_token_id = 102
-    if getattr(config, "decoder_start_token_id", None) is None and getattr(config, "pad_token_id", None) is not None:
-        config.decoder_start_token_id = config.pad_token_id  # as T5 checkpoints start from padding
+    starts = (getattr(config, "decoder_start_token_id", None), getattr(config, "bos_token_id", None))
+    if starts == (None, None) and getattr(config, "pad_token_id", None) is not None:
+        config.decoder_start_token_id = config.pad_token_id  # as T5 checkpoints start from padding (T5Gemma: its bos)
     if not hasattr(config, "num_key_value_heads") and hasattr(config, "num_attention_heads"):
         config.num_key_value_heads = config.num_attention_heads  # published configs carry it; the default lacks it
     return config

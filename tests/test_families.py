@@ -89,3 +89,35 @@ def test_family_that_cannot_verify_several_tokens_is_refused_by_name(case):
     model = build(case)
     with pytest.raises(NotImplementedError, match=f"{type(model).__name__}.*use the model's own generate"):
         Seq2SeqSpeculator(model)
+
+
+INT8_CASES = [
+    FamilyCase(model_type, speech)
+    for model_type, speech in (
+        ("marian", False),  # a sinusoid table
+        ("m2m_100", False),  # fairseq numbers
+        ("pegasus_x", False),  # computed sinusoids
+        ("t5gemma", False),  # rotary, grouped-query attention, soft-capped scores
+        ("switch_transformers", False),  # experts
+        ("encoder-decoder", False),  # a BERT decoder (its cross-attention has no is_decoder)
+        ("speech-encoder-decoder", True),
+        ("moonshine", True),
+    )
+]
+
+
+@pytest.mark.parametrize("case", INT8_CASES, ids=_ids)
+def test_int8_mode_of_any_family_is_its_own_int8_generate(case):
+    """The int8 mode (every linear layer int8, decoder attention in float64) keeps the loop bit for bit on the int8
+    model's own greedy generate for families beyond the shipped ones."""
+    import copy
+
+    from seq2spec.int8 import quantize_int8_pair
+
+    big, inputs = varied_model(case)
+    big = copy.deepcopy(big)
+    draft = perturbed(big)
+    quantize_int8_pair(big, draft)
+    expected = greedy(big, inputs)
+    speculator = Seq2SeqSpeculator(big, draft, num_draft_tokens=4)
+    assert_same(speculator.generate(**inputs, max_new_tokens=MAX_NEW_TOKENS), expected)

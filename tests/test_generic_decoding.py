@@ -43,7 +43,8 @@ def test_decoder_prompt_of_several_tokens(model_type):
     """A decoder prompt (``decoder_input_ids``) is the first forward's prompt: counted positions (fairseq), table
     rows, rotary angles and relative distances start from it as generate's do."""
     big, inputs = varied_model(FamilyCase(model_type, speech=False))
-    start = big.generation_config.decoder_start_token_id
+    config = big.generation_config
+    start = config.decoder_start_token_id if config.decoder_start_token_id is not None else config.bos_token_id
     rows = inputs["input_ids"].shape[0]
     prompt = torch.tensor([[start, 40, 41]]).expand(rows, -1)
     expected = greedy(big, {**inputs, "decoder_input_ids": prompt})

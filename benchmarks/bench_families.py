@@ -179,7 +179,8 @@ def measure(name: str, rows: int, fed: int, cache: int, repeats: int, max_new_to
     mask = inputs.get("attention_mask")
     sources = {k: v for k, v in inputs.items() if k != "attention_mask"}
     big_encoded = big.get_encoder()(**sources, attention_mask=mask).last_hidden_state
-    start = big.generation_config.decoder_start_token_id
+    config = big.generation_config
+    start = config.decoder_start_token_id if config.decoder_start_token_id is not None else config.bos_token_id
     vocabulary = big.get_output_embeddings().weight.shape[0]
     generator = torch.Generator().manual_seed(2)
 
@@ -272,6 +273,7 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--out", type=Path, default=RESULTS)
     parser.add_argument("--name", default="families_cpu")
+    parser.add_argument("--merge", action="store_true", help="keep the other pairs' results already in --out")
     parser.add_argument("--one", help=argparse.SUPPRESS)  # measure one pair in this process (peak memory its own)
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
@@ -280,7 +282,9 @@ def main() -> None:
         result = measure(args.one, rows, args.fed, args.cache, args.repeats, args.max_new_tokens)
         print(json.dumps(asdict(result)))
         return
-    results = []
+    stored = args.out / f"{args.name}.json"
+    kept = [Result(**row) for row in json.loads(stored.read_text())] if args.merge and stored.exists() else []
+    results = [result for result in kept if result.pair not in args.pairs]
     for name in args.pairs:
         command = [sys.executable, __file__, "--one", name, *_shared_arguments(args)]
         began = time.perf_counter()
@@ -294,6 +298,7 @@ def main() -> None:
 
     device = f"CPU {processor_name()}, {args.threads} threads" if not torch.cuda.is_available() else "CUDA"
     machine = f"{device}, torch {torch.__version__}, transformers {transformers.__version__}"
+    results.sort(key=lambda result: list(PAIRS).index(result.pair))
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / f"{args.name}.json").write_text(json.dumps([asdict(r) for r in results], indent=2) + "\n")
     (args.out / f"{args.name}.md").write_text(markdown(results, machine, args.fed, args.cache))

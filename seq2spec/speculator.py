@@ -337,7 +337,7 @@ class Seq2SeqSpeculator:
         feature extractor; the options above that belong to Whisper are refused for it by name.
         """
         from seq2spec.whisper.other_models import check_speech_model, transcribe_other_model
-        from seq2spec.whisper.transcription import prepare_clips, transcribe_clips
+        from seq2spec.whisper.transcription import fallback_seed, prepare_clips, transcribe_clips
 
         check_positive_int("batch_size", batch_size)
         family = self.big_family
@@ -348,7 +348,7 @@ class Seq2SeqSpeculator:
             check_speech_model(family.model_type, family.encoder_input_name, options)
         clips, single = prepare_clips(audio, sampling_rate, lazy=whisper and (long_form == "batched" or vad))
         total = SpeculationStats()
-        seed = decoding.seed if decoding is not None and decoding.temperature_fallback else None
+        seed = fallback_seed(decoding)
 
         def generate(*arguments, **options):
             output = self.generate(*arguments, seed=seed, **options)

@@ -34,8 +34,24 @@ class _PipeWriter(io.TextIOBase):
         return len(text)
 
 
-def _command(argv: list[str], log, stdin: str | None, file_size_limit: int | None, threads: int) -> None:
-    """The child: the command, its output sent through ``log`` (and optionally its standard input from a file)."""
+def _piped_stdin(data: bytes) -> None:
+    """Standard input (descriptor 0 and ``sys.stdin``) made a pipe that a thread fills with ``data`` and closes, as
+    a shell's ``printf ... |`` does: what is read from it is gone."""
+    reader, writer = os.pipe()
+
+    def fill() -> None:
+        with os.fdopen(writer, "wb") as pipe:
+            pipe.write(data)
+
+    threading.Thread(target=fill, daemon=True).start()
+    os.dup2(reader, 0)
+    os.close(reader)
+    sys.stdin = io.TextIOWrapper(os.fdopen(0, "rb", closefd=False), encoding="utf-8")
+
+
+def _command(argv: list[str], log, stdin, file_size_limit: int | None, threads: int) -> None:
+    """The child: the command, its output sent through ``log`` (and optionally its standard input from a file, or
+    from a pipe given ``bytes``)."""
     if file_size_limit is not None:  # a full disk: writes past this size fail with EFBIG instead of a signal
         signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
         resource.setrlimit(resource.RLIMIT_FSIZE, (file_size_limit, file_size_limit))
@@ -45,7 +61,9 @@ def _command(argv: list[str], log, stdin: str | None, file_size_limit: int | Non
     from seq2spec.commands.main import main
 
     sys.stdout = sys.stderr = _PipeWriter(log)
-    if stdin is not None:
+    if isinstance(stdin, bytes):
+        _piped_stdin(stdin)
+    elif stdin is not None:
         sys.stdin = io.TextIOWrapper(open(stdin, "rb"), encoding="utf-8")
     try:
         code = main(argv)
@@ -68,12 +86,17 @@ class Launcher:
         self.context.set_forkserver_preload(PRELOAD)
 
     def start(
-        self, argv: list[str], *, stdin: Path | None = None, file_size_limit: int | None = None, threads: int = 1
+        self,
+        argv: list[str],
+        *,
+        stdin: Path | bytes | None = None,
+        file_size_limit: int | None = None,
+        threads: int = 1,
     ):
+        """``stdin``: a file to read as standard input, or bytes that come through a pipe."""
         reader, writer = self.context.Pipe(duplex=False)
-        process = self.context.Process(
-            target=_command, args=(argv, writer, None if stdin is None else str(stdin), file_size_limit, threads)
-        )
+        given = stdin if stdin is None or isinstance(stdin, bytes) else str(stdin)
+        process = self.context.Process(target=_command, args=(argv, writer, given, file_size_limit, threads))
         process.start()
         writer.close()  # the child holds its own end: the reader sees the end when the child is gone
         chunks: list[bytes] = []

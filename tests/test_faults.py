@@ -476,3 +476,220 @@ def test_segment_timestamps_of_the_embedded_base_match_the_speech(launcher, tmp_
         segments = record["segments"]
         assert abs(segments[0]["start"] - 0.0) <= 0.1, segments
         assert abs(segments[-1]["end"] - ends[record["file"]]) <= 0.1, (segments, ends[record["file"]])
+
+
+# ----------------------------------------------------------------------------- third round: pipes, reruns, links
+
+
+def _corrected(text_pair, lines: list[str]) -> list[str]:
+    """What ``correct`` writes for ``lines``: the Python API's corrections, one line each."""
+    from seq2spec import Seq2SeqSpeculator
+    from seq2spec.commands.correct import one_line
+
+    speculator = Seq2SeqSpeculator(str(text_pair[0]))
+    return [one_line(text) for text in speculator.correct(lines, max_new_tokens=8)]
+
+
+def test_input_from_a_pipe_is_read_once_and_corrected(launcher, text_pair, tmp_path):
+    """``printf ... | seq2spec correct /dev/stdin``: a pipe is read once; counting its lines first had emptied it."""
+    lines = ["Thsi is a tset.", "anothr line here"]
+    argv = ["correct", "/dev/stdin", "--model", str(text_pair[0]), "--max-new-tokens", "8"]
+    finished = launcher.run(argv, stdin="\n".join(lines).encode() + b"\n", timeout=120)
+    assert finished.code == 0, finished.log
+    assert "2 lines" in finished.log
+    assert "".join(line + "\n" for line in _corrected(text_pair, lines)) in finished.log
+
+
+def test_a_fifo_input_neither_hangs_nor_loses_its_lines(launcher, text_pair, tmp_path):
+    import threading
+
+    fifo = tmp_path / "lines.fifo"
+    os.mkfifo(fifo)
+    out = tmp_path / "out.txt"
+
+    def write() -> None:  # a writer that sends its lines once, as a process substitution's does
+        with open(fifo, "wb") as pipe:
+            pipe.write(b"Thsi is a tset.\nanothr line\n")
+
+    writer = threading.Thread(target=write, daemon=True)
+    writer.start()
+    argv = ["correct", str(fifo), "--model", str(text_pair[0]), "--max-new-tokens", "8", "--out", str(out)]
+    finished = launcher.run(argv, timeout=120)
+    writer.join(10)
+    assert finished.code == 0, finished.log
+    assert out.read_text(encoding="utf-8").splitlines() == _corrected(text_pair, ["Thsi is a tset.", "anothr line"])
+
+
+def test_utf16_standard_input_with_its_byte_order_mark_is_read(launcher, text_pair):
+    lines = ["Thsi is a tset.", "caf\u00e9 line"]
+    data = ("\n".join(lines) + "\n").encode("utf-16")  # a byte-order mark first, as PowerShell 5 writes
+    finished = launcher.run(["correct", "-", "--model", str(text_pair[0]), "--max-new-tokens", "8"], stdin=data)
+    assert finished.code == 0, finished.log
+    assert "".join(line + "\n" for line in _corrected(text_pair, lines)) in finished.log
+
+
+def test_form_feeds_and_separators_inside_a_line_are_kept_as_the_python_api_keeps_them(text_pair, tmp_path):
+    lines = ["\f", "page\fbreak", "vertical\x0btab", "next\x85line", "line\u2028separator", "para\u2029graph"]
+    source = tmp_path / "in.txt"
+    source.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    out = tmp_path / "out.txt"
+    assert main(["correct", str(source), "--model", str(text_pair[0]), "--max-new-tokens", "8", "--out", str(out)]) == 0
+    written = out.read_text(encoding="utf-8").split("\n")[:-1]
+    assert written == _corrected(text_pair, lines)
+    assert written[0] == "\f"  # a form-feed line stays a form feed, not an empty line
+
+
+def test_a_rerun_with_only_the_batch_size_changed_resumes(launcher, text_pair, tmp_path):
+    source = tmp_path / "in.txt"
+    source.write_text("\n".join(text_lines(120, seed=4)) + "\n", encoding="utf-8")
+    out = tmp_path / "out.txt"
+    argv = ["correct", str(source), "--model", str(text_pair[0]), "--max-new-tokens", "6", "--chunk-size", "16"]
+    full = launcher.run([*argv, "--out", str(tmp_path / "full.txt")])
+    assert full.code == 0
+    stopped = launcher.run([*argv, "--out", str(out), "--batch-size", "4"], file_size_limit=300)
+    assert stopped.code == 2 and not out.exists()
+    done = len(complete_lines(out.with_name("out.txt.partial")))
+    assert done > 0
+    resumed = launcher.run([*argv, "--out", str(out), "--batch-size", "32", "--chunk-size", "64"])
+    assert resumed.code == 0 and f"{done} lines already done" in resumed.log, resumed.log
+    assert out.read_bytes() == (tmp_path / "full.txt").read_bytes()
+
+
+def test_an_output_named_through_a_link_stays_a_link_and_shares_its_lock(launcher, text_pair, tmp_path, capsys):
+    source = tmp_path / "in.txt"
+    source.write_text("\n".join(text_lines(8, seed=5)) + "\n", encoding="utf-8")
+    target = tmp_path / "target.txt"
+    target.write_text("old\n", encoding="utf-8")
+    link = tmp_path / "link.txt"
+    link.symlink_to(target)
+    argv = ["correct", str(source), "--model", str(text_pair[0]), "--max-new-tokens", "8"]
+    assert main([*argv, "--out", str(link)]) == 0
+    assert link.is_symlink() and os.readlink(link) == str(target)
+    assert target.read_text(encoding="utf-8").splitlines() == _corrected(text_pair, text_lines(8, seed=5))
+    from seq2spec.commands.outputs import OutputLock
+
+    with OutputLock(target):  # another run writing the target: a run through the link must stop
+        assert main([*argv, "--out", str(link)]) == 2
+    assert "another seq2spec run" in capsys.readouterr().err
+
+
+def _transcribe(argv: list[str]) -> int:
+    return main(["transcribe", *argv, "--language", "en"])
+
+
+def test_a_rerun_from_another_folder_transcribes_nothing_again(toy_whisper_dirs, clips, tmp_path, monkeypatch):
+    out = tmp_path / "r.jsonl"
+    monkeypatch.chdir(clips.parent)
+    assert _transcribe([f"{clips.name}/clip00.wav", f"{clips.name}/clip01.wav", "--out", str(out),
+                        "--model", str(toy_whisper_dirs[0])]) == 0  # fmt: skip
+    monkeypatch.chdir(clips)
+    assert _transcribe(["clip00.wav", "clip01.wav", "--out", str(out), "--model", str(toy_whisper_dirs[0])]) == 0
+    assert len(jsonl_records(out)) == 2
+
+
+def test_a_file_changed_since_its_transcript_is_transcribed_again(toy_whisper_dirs, tmp_path, capsys):
+    audio = tmp_path / "growing.wav"
+    soundfile.write(audio, tone(1.0, 16000, 1, 1), 16000)
+    out = tmp_path / "r.jsonl"
+    argv = [str(audio), "--out", str(out), "--model", str(toy_whisper_dirs[0])]
+    assert _transcribe(argv) == 0
+    first = jsonl_records(out)
+    soundfile.write(audio, tone(2.5, 16000, 1, 3), 16000)  # the recording went on
+    assert _transcribe(argv) == 0
+    assert "1 changed since their transcript" in capsys.readouterr().err
+    records = jsonl_records(out)
+    assert len(records) == 1 and records[0]["duration"] == 2.5 and records[0]["stamp"] != first[0]["stamp"]
+
+
+def test_side_files_are_completed_from_the_jsonl_by_any_rerun(toy_whisper_dirs, clips, tmp_path, capsys):
+    out = tmp_path / "r.jsonl"
+    files = [str(clips / "clip00.wav"), str(clips / "clip01.wav")]
+    argv = [*files, "--out", str(out), "--model", str(toy_whisper_dirs[0])]
+    assert _transcribe(argv) == 0
+    assert _transcribe([*argv, "--format", "txt"]) == 0  # nothing to decode: the side files come from the records
+    for record in jsonl_records(out):
+        assert (tmp_path / "r_txt" / f"{Path(record['file']).name}.txt").read_text() == record["text"] + "\n"
+    shutil_folder = tmp_path / "r_srt"
+    shutil_folder.write_text("a file in the way of the side folder")
+    assert _transcribe([*argv, "--format", "srt"]) == 1
+    assert "the transcript is in the JSONL, rerun to write it" in capsys.readouterr().err
+    shutil_folder.unlink()
+    assert _transcribe([*argv, "--format", "srt"]) == 0
+    assert len(list(shutil_folder.glob("*.srt"))) == 2 and len(jsonl_records(out)) == 2
+
+
+def test_fences_inside_list_items_and_after_a_byte_order_mark_are_code():
+    from seq2spec.commands.correct import Fences
+
+    fences = Fences()
+    listed = ["1. Install:", "", "    ```bash", "    pip install mypackage", "    ```", "Then import it."]
+    assert [fences.code(line) for line in listed] == [False, False, True, True, True, False]
+    fences = Fences()
+    assert [fences.code(line) for line in ["\ufeff```python", "import mypackage", "```", "prose"]] == [
+        True, True, True, False,
+    ]  # fmt: skip
+
+
+def test_a_long_file_is_read_without_holding_it_at_its_own_rate(tmp_path):
+    """A long 48-kHz stereo file becomes 16-kHz mono block by block: peak allocation a little over the result."""
+    import tracemalloc
+
+    from seq2spec.whisper.audio import AudioFile, load_audio
+
+    path = tmp_path / "long.wav"
+    seconds = 200
+    rng = np.random.default_rng(0)
+    with soundfile.SoundFile(path, "w", 48000, 2, subtype="PCM_16") as writer:
+        for _ in range(seconds // 20):
+            writer.write((0.1 * rng.standard_normal((48000 * 20, 2))).astype(np.float32))
+    expected = load_audio(path)
+    tracemalloc.start()
+    samples = AudioFile(path).samples()
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert np.array_equal(samples, expected)
+    whole = seconds * 48000 * 2 * 4  # the file at its own rate and channels, as float32
+    assert peak < 0.6 * whole, f"peak {peak / 2**20:.0f} MB; the whole file is {whole / 2**20:.0f} MB"
+
+
+def test_phase_inverted_stereo_is_not_mixed_into_silence(caplog):
+    from seq2spec.whisper.audio import to_mono_16k
+
+    left = tone(1.0, 16000, 1, 7)
+    inverted = np.stack([left, -left], axis=1)
+    with caplog.at_level("WARNING"):
+        mono = to_mono_16k(inverted, 16000)
+    assert np.array_equal(mono, left.astype(np.float32)) and "cancel each other" in caplog.text
+    together = np.stack([left, 0.5 * left], axis=1)
+    assert np.allclose(to_mono_16k(together, 16000), 0.75 * left)  # ordinary stereo is still mixed
+
+
+@pytest.mark.parametrize(
+    "call, message",
+    [
+        (lambda spec: spec.transcribe(np.zeros(16000, dtype=np.float32), sampling_rate="16000"), "positive int"),
+        (lambda spec: spec.transcribe(np.zeros(16000, dtype=np.float32), 16000, decoding={"seed": 1}),
+         "decoding must be a WhisperDecoding"),
+    ],
+)  # fmt: skip
+def test_wrong_types_get_messages_naming_them(toy_whisper_dirs, call, message):
+    from seq2spec import Seq2SeqSpeculator
+
+    with pytest.raises(TypeError, match=message):
+        call(Seq2SeqSpeculator(str(toy_whisper_dirs[0])))
+
+
+def test_every_flag_has_help_and_no_help_shows_rest_markup():
+    parser = build_parser()
+    for name, command in parser._subparsers._group_actions[0].choices.items():
+        assert "``" not in command.format_help().replace("```", ""), name
+        for action in command._actions:
+            if action.option_strings and action.option_strings[0] != "-h":
+                assert action.help, f"seq2spec {name} {action.option_strings[0]} has no help"
+
+
+def test_a_run_that_decodes_no_audio_reports_no_real_time_factor(toy_whisper_dirs, tmp_path, capsys):
+    (tmp_path / "broken.wav").write_bytes(b"RIFF\x00\x00\x00\x00WAVEfmt ")  # a header cut short: no audio at all
+    out = tmp_path / "r.jsonl"
+    assert _transcribe([str(tmp_path / "broken.wav"), "--out", str(out), "--model", str(toy_whisper_dirs[0])]) == 1
+    assert "real-time factor n/a" in capsys.readouterr().err

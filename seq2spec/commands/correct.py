@@ -9,6 +9,7 @@ lines already done. One run writes an output at a time, and ``--out`` may not be
 from __future__ import annotations
 
 import argparse
+import io
 import re
 import sys
 from collections.abc import Iterator
@@ -21,12 +22,13 @@ from seq2spec.commands.flags import (
     add_speculation_flags,
     add_spelling_flags,
     apply_process_settings,
+    plain_text,
     positive_int,
     speculation_changes,
     spelling_changes,
     torch_dtype,
 )
-from seq2spec.commands.outputs import OutputError, OutputLock, ResumableText, check_output_path
+from seq2spec.commands.outputs import OutputError, OutputLock, ResumableText, check_output_path, resolved_output
 from seq2spec.commands.stopping import exit_status, stops_deferred
 
 STDIN = "-"
@@ -62,12 +64,16 @@ _BYTE_ORDER_MARKS = ((b"\xff\xfe\x00\x00", "utf-32"), (b"\x00\x00\xfe\xff", "utf
                      (b"\xff\xfe", "utf-16"), (b"\xfe\xff", "utf-16"))  # fmt: skip
 
 
-def text_encoding(path: str) -> str:
-    """UTF-16 or UTF-32 for a file that starts with its byte-order mark, else UTF-8 (a UTF-8 mark stays in the
-    first line, and so in the output, as written)."""
-    with open(path, "rb") as handle:
-        start = handle.read(4)
+def encoding_of(start: bytes) -> str:
+    """UTF-16 or UTF-32 for text that starts with its byte-order mark, else UTF-8 (a UTF-8 mark stays in the first
+    line, and so in the output, as written)."""
     return next((encoding for mark, encoding in _BYTE_ORDER_MARKS if start.startswith(mark)), "utf-8")
+
+
+def text_encoding(path: str) -> str:
+    """The encoding of a file's text (``encoding_of`` its first bytes)."""
+    with open(path, "rb") as handle:
+        return encoding_of(handle.read(4))
 
 
 def ended_file_lines(path: str) -> Iterator[tuple[str, str]]:
@@ -84,12 +90,26 @@ def file_lines(path: str) -> Iterator[str]:
     return (text for text, _ in ended_file_lines(path))
 
 
+def text_lines(text: str) -> Iterator[tuple[str, str]]:
+    """``(line, end)`` pairs of a text held in memory, split as ``ended_file_lines`` splits a file."""
+    return (split_end(line) for line in _LINE.findall(text))
+
+
 def stdin_lines() -> Iterator[tuple[str, str]]:
     """Standard input's ``(line, end)`` pairs, read as UTF-8 whatever the locale says (a POSIX locale would pass
-    bytes that are not UTF-8 on as surrogates): such bytes stop the run with a message naming the line."""
+    bytes that are not UTF-8 on as surrogates), or as UTF-16/32 after a byte-order mark: bytes that are not such text
+    stop the run with a message naming the line."""
     stream = getattr(sys.stdin, "buffer", None)  # bytes underneath; a plain text stream is checked as text
     number = 0
+    encoding = "utf-8"
     try:
+        if hasattr(stream, "peek"):  # a byte-order mark, looked at without taking it from the stream
+            encoding = encoding_of(stream.peek(4)[:4])
+        if encoding != "utf-8":
+            for line in io.TextIOWrapper(stream, encoding=encoding, newline=""):
+                number += 1
+                yield split_end(line)
+            return
         for raw in stream if stream is not None else sys.stdin:
             text = raw.decode("utf-8") if isinstance(raw, bytes) else raw.encode("utf-8").decode("utf-8")
             for line in _LINE.findall(text):
@@ -97,31 +117,63 @@ def stdin_lines() -> Iterator[tuple[str, str]]:
                 yield split_end(line)
     except UnicodeError as error:
         reason = getattr(error, "reason", str(error))
-        raise InputError(f"standard input is not UTF-8 text after line {number} ({reason})") from None
+        raise InputError(f"standard input is not {encoding.upper()} text after line {number} ({reason})") from None
 
 
-def check_files(paths: list[str]) -> tuple[list[str], list[str], int]:
-    """``(readable files, unreadable ones, their total lines)``: each file is read through once as UTF-8."""
-    readable, unreadable, total = [], [], 0
-    for path in paths:
-        if path == STDIN:
-            readable.append(path)
+@dataclass(frozen=True)
+class Source:
+    """One input: standard input (read as it comes), a regular file (read where needed: once to count its lines,
+    once to correct them), or anything else a path names (a pipe, a FIFO, ``/dev/stdin``, a process substitution),
+    whose bytes are read once when the run starts, since a second read would find nothing (or wait forever)."""
+
+    name: str  # as the user gave it, or "standard input"
+    path: str | None = None  # a regular file's
+    text: str | None = None  # what was read once
+
+    @property
+    def replayable(self) -> bool:
+        """Whether a rerun reads the same lines (what resuming an output needs)."""
+        return self.path is not None
+
+    def lines(self) -> Iterator[tuple[str, str]]:
+        if self.path is not None:
+            return ended_file_lines(self.path)
+        if self.text is not None:
+            return text_lines(self.text)
+        return stdin_lines()
+
+
+def open_sources(names: list[str]) -> tuple[list[Source], list[str], int | None]:
+    """``(readable sources, unreadable names, their total lines)``: each file read through once as text, each pipe
+    read whole; the total is None when standard input is among them (its length is known only at its end)."""
+    sources, unreadable, total = [], [], 0
+    for name in names:
+        if name == STDIN:
+            sources.append(Source("standard input"))
+            total = None
             continue
         try:
-            count = sum(1 for _ in ended_file_lines(path))
+            if Path(name).is_file():
+                count = sum(1 for _ in ended_file_lines(name))
+                source = Source(name, path=name)
+            else:
+                data = Path(name).read_bytes()
+                source = Source(name, text=data.decode(encoding_of(data[:4])))
+                count = sum(1 for _ in source.lines())
         except (OSError, UnicodeDecodeError) as error:
             reason = error.strerror if isinstance(error, OSError) and error.strerror else str(error)
-            print(f"seq2spec correct: cannot read {path} as UTF-8 text ({reason}); skipped", file=sys.stderr)
-            unreadable.append(path)
+            print(f"seq2spec correct: cannot read {name} as UTF-8 text ({reason}); skipped", file=sys.stderr)
+            unreadable.append(name)
             continue
-        readable.append(path)
-        total += count
-    return readable, unreadable, total
+        sources.append(source)
+        total = None if total is None else total + count
+    return sources, unreadable, total
 
 
-# a Markdown code fence: three or more backticks or tildes, indented by three spaces at most; a backtick fence's info
-# string holds no backtick ("```code``` here" opens none)
-_FENCE = re.compile(r"^ {0,3}(`{3,}(?=[^`]*$)|~{3,})")
+# a Markdown code fence: three or more backticks or tildes, indented by any whitespace (a fence inside a list item is
+# indented as deep as the item, as MkDocs and GitHub read it), after a byte-order mark on a file's first line; a
+# backtick fence's info string holds no backtick ("```code``` here" opens none)
+_FENCE = re.compile(r"^\ufeff?[ \t]*(`{3,}(?=[^`]*$)|~{3,})")
 
 
 class Fences:
@@ -143,12 +195,11 @@ class Fences:
         return True
 
 
-def read_lines(paths: list[str]) -> Iterator[Line]:
-    for path in paths or [STDIN]:
-        source, lines = ("standard input", stdin_lines()) if path == STDIN else (path, ended_file_lines(path))
+def read_lines(sources: list[Source]) -> Iterator[Line]:
+    for source in sources:
         fences = Fences()
-        for number, (text, end) in enumerate(lines, start=1):
-            yield Line(text, source, number, end, fences.code(text))
+        for number, (text, end) in enumerate(source.lines(), start=1):
+            yield Line(text, source.name, number, end, fences.code(text))
 
 
 def chunks(lines: Iterator[Line], size: int) -> Iterator[list[Line]]:
@@ -168,9 +219,14 @@ def chunks(lines: Iterator[Line], size: int) -> Iterator[list[Line]]:
         yield chunk
 
 
+_LINE_BREAK = re.compile(r"\r\n|\r|\n")
+
+
 def one_line(text: str) -> str:
-    """Output keeps one line per input line: line breaks inside a correction become spaces."""
-    return " ".join(text.splitlines()) if text else text
+    """Output keeps one line per input line: a line break (\\n, \\r\\n, \\r: what splits the input into lines)
+    inside a correction becomes a space; form feeds, vertical tabs and Unicode's line and paragraph separators stay,
+    as they were read."""
+    return _LINE_BREAK.sub(" ", text)
 
 
 def build_corrector(args: argparse.Namespace):
@@ -184,14 +240,15 @@ def build_corrector(args: argparse.Namespace):
 
 
 def output_identity(args: argparse.Namespace, files: list[str]) -> dict:
-    """What a partial output was made from: the inputs as they were, and every setting that can change the text."""
+    """What a partial output was made from: the inputs as they were, and every setting that can change the text
+    (not the batch or chunk sizes: they change how lines are grouped, not what each becomes)."""
     inputs = []
     for path in files:
         stat = Path(path).stat()
         inputs.append([str(Path(path).resolve()), stat.st_size, stat.st_mtime_ns])
     settings = {key: getattr(args, key) for key in ("model", "prefix", "max_new_tokens", "device", "dtype")}
     settings.update(spelling_changes(args))
-    return {"inputs": inputs, "settings": settings, "batch": [args.batch_size, args.chunk_size]}
+    return {"inputs": inputs, "settings": settings}
 
 
 class StreamOutput:
@@ -216,22 +273,24 @@ def run(args: argparse.Namespace) -> int:
             link = " (a symbolic link whose target is missing or that points back to itself)"
             raise InputError(f"no such file: {missing[0]}" + (link if Path(missing[0]).is_symlink() else ""))
         if args.out is not None:
+            args.out = resolved_output(args.out)  # through a symbolic link: the file it names is replaced and locked
             check_output_path(args.out, [Path(path) for path in files])
-        readable, unreadable, total = check_files(inputs)
-        if not readable:
+        sources, unreadable, total = open_sources(inputs)
+        if not sources:
             raise InputError("none of the inputs could be read")
         speculator = build_corrector(args)
         if args.out is None:
-            status = correct_lines(speculator, args, readable, StreamOutput(), None if STDIN in readable else total)
+            status = correct_lines(speculator, args, sources, StreamOutput(), total)
         else:
             with OutputLock(args.out):
-                resumable = STDIN not in readable
-                identity = output_identity(args, readable) if resumable else {"stdin": True, "never": "resumed"}
+                resumable = all(source.replayable for source in sources)
+                replayable = [source.path for source in sources if source.path is not None]
+                identity = output_identity(args, replayable) if resumable else {"stdin": True, "never": "resumed"}
                 output = ResumableText(args.out, identity)
                 done = output.open(resume=resumable)
                 if done:
                     print(f"{args.out}: {done} lines already done, continuing after them", file=sys.stderr)
-                status = correct_lines(speculator, args, readable, output, total if resumable else None)
+                status = correct_lines(speculator, args, sources, output, total)
                 if status == 0:
                     output.finish()
                 else:
@@ -242,7 +301,7 @@ def run(args: argparse.Namespace) -> int:
     return max(status, 1 if unreadable else 0)
 
 
-def correct_lines(speculator, args: argparse.Namespace, paths: list[str], output, total: int | None) -> int:
+def correct_lines(speculator, args: argparse.Namespace, sources: list[Source], output, total: int | None) -> int:
     """Correct every line after those ``output`` already holds, chunk by chunk, writing each chunk as it is done.
     Returns 0, 2 after a fault, or 130 / 143 when stopped by Ctrl-C / SIGTERM (the work before it is kept)."""
     from tqdm import tqdm
@@ -252,7 +311,7 @@ def correct_lines(speculator, args: argparse.Namespace, paths: list[str], output
 
     skip = output.lines_done
     stats = SpeculationStats()
-    lines = read_lines(paths)
+    lines = read_lines(sources)
     for _ in range(skip):
         next(lines, None)
     bar = tqdm(total=total, initial=skip, unit="line", desc="lines", dynamic_ncols=True, file=sys.stderr)
@@ -311,7 +370,7 @@ def add_parser(commands) -> argparse.ArgumentParser:
     correct = commands.add_parser(
         "correct",
         help="correct lines of text from files or standard input",
-        description=__doc__,
+        description=plain_text(__doc__),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     correct.add_argument("inputs", nargs="*", help="text files, one input per line ('-' or none: standard input)")
@@ -323,14 +382,18 @@ def add_parser(commands) -> argparse.ArgumentParser:
         "distilled draft is the folder seq2spec/assets/speller/small of the installed package; with --model: none)",
     )
     correct.add_argument("--prefix", help="text put before every line, e.g. 'grammar: '")
-    correct.add_argument("--batch-size", type=positive_int, default=32)
+    correct.add_argument(
+        "--batch-size", type=positive_int, default=32, help="lines decoded together, sorted by length (default 32)"
+    )
     correct.add_argument(
         "--chunk-size",
         type=positive_int,
         default=1024,
         help="lines sorted, corrected and written together (default 1024)",
     )
-    correct.add_argument("--max-new-tokens", type=positive_int)
+    correct.add_argument(
+        "--max-new-tokens", type=positive_int, help="most tokens the model writes per line (default: the model's own)"
+    )
     correct.add_argument("--truncate", action="store_true", help="cut inputs longer than the model accepts")
     correct.add_argument(
         "--out", type=Path, help="output file (default: standard output); a directory with --ray; resumable"

@@ -44,9 +44,11 @@ def run(args: argparse.Namespace) -> int:
 
 def add_parser(commands) -> argparse.ArgumentParser:
     demo = commands.add_parser("demo", help="greedy versus seq2spec on a built-in random model pair")
-    demo.add_argument("--pair", choices=["small", "large"], default="small")
-    demo.add_argument("--rows", type=positive_int, default=16)
-    demo.add_argument("--max-new-tokens", type=positive_int, default=64)
+    demo.add_argument(
+        "--pair", choices=["small", "large"], default="small", help="the random T5 pair's size (default small)"
+    )
+    demo.add_argument("--rows", type=positive_int, default=16, help="rows of the random batch (default 16)")
+    demo.add_argument("--max-new-tokens", type=positive_int, default=64, help="tokens per row at most (default 64)")
     demo.add_argument("--threads", type=positive_int, default=2, help="CPU threads for torch (default 2)")
     add_speculation_flags(demo)
     demo.set_defaults(run=run)

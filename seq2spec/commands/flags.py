@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import argparse
+import re
 from dataclasses import MISSING, fields
 from typing import Any
 
@@ -143,3 +144,9 @@ def add_ray_flags(parser: argparse.ArgumentParser) -> None:
     group.add_argument(
         "--out-format", choices=("jsonl", "parquet"), default="jsonl", help="Ray's writer (default jsonl)"
     )
+
+
+def plain_text(docstring: str) -> str:
+    """A module docstring as ``--help`` shows it: reStructuredText's double backticks around code removed (a Markdown
+    fence of three backticks stays)."""
+    return re.sub(r"(?<!`)``([^`]+)``(?!`)", r"\1", docstring)

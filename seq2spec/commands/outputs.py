@@ -10,6 +10,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import json
 import os
@@ -27,6 +28,12 @@ def same_file(a: Path, b: Path) -> bool:
         return a.exists() and b.exists() and os.path.samefile(a, b)
     except OSError:
         return False
+
+
+def resolved_output(out: Path) -> Path:
+    """The file ``out`` names once its symbolic links are followed (itself when it has none): the output is locked,
+    built and replaced there, so a link to it stays a link and two names of one output share one lock."""
+    return Path(os.path.realpath(out))
 
 
 def check_output_path(out: Path, inputs: Iterable[Path] = ()) -> None:
@@ -172,10 +179,15 @@ class JsonlRecords:
 
     def drop(self, keys: set) -> None:
         """Remove the records of ``keys`` (every other line is kept as it is), replacing the file in one step."""
+        self.drop_where(lambda record: record[self.key] in keys)
+
+    def drop_where(self, dropped) -> None:  # noqa: ANN001 - a predicate over records
+        """Remove the records ``dropped(record)`` says (every other line is kept as it is), replacing the file in one
+        step."""
         kept = []
         for line in self.path.read_bytes().splitlines(keepends=True):
             record = self._parse(line)
-            if record is None or record[self.key] not in keys:
+            if record is None or not dropped(record):
                 kept.append(line)
         staging = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
         try:
@@ -187,7 +199,7 @@ class JsonlRecords:
         except OSError as error:
             staging.unlink(missing_ok=True)
             raise OutputError(f"cannot rewrite {self.path}: {error.strerror or error}; it is as it was") from error
-        self.records = [record for record in self.records if record[self.key] not in keys]
+        self.records = [record for record in self.records if not dropped(record)]
 
     def __enter__(self) -> JsonlRecords:
         self.handle = open(self.path, "ab", buffering=0)
@@ -264,11 +276,12 @@ class ResumableText:
 
 def write_file_atomically(path: Path, text: str) -> None:
     """``path`` holds either its old content or all of ``text``, never a part."""
-    path.parent.mkdir(parents=True, exist_ok=True)
     staging = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
+        path.parent.mkdir(parents=True, exist_ok=True)  # a file in the way of a folder is reported as any failure
         staging.write_text(text, encoding="utf-8")
         os.replace(staging, path)
     except OSError as error:
-        staging.unlink(missing_ok=True)
+        with contextlib.suppress(OSError):  # nothing to remove where its folder could not be made
+            staging.unlink()
         raise OutputError(f"cannot write {path}: {error.strerror or error}") from error

@@ -21,36 +21,71 @@ from seq2spec.commands.flags import (
     add_runtime_flags,
     add_speculation_flags,
     apply_process_settings,
+    plain_text,
     positive_int,
     speculation_changes,
     torch_dtype,
 )
-from seq2spec.commands.outputs import JsonlRecords, OutputError, OutputLock, check_output_path, write_file_atomically
+from seq2spec.commands.outputs import (
+    JsonlRecords,
+    OutputError,
+    OutputLock,
+    check_output_path,
+    resolved_output,
+    write_file_atomically,
+)
 from seq2spec.commands.stopping import exit_status, stops_deferred
-from seq2spec.whisper.audio import AudioError, AudioFile, duration_seconds, find_audio, load_audio
+from seq2spec.whisper.audio import AudioError, AudioFile, duration_seconds, find_audio
 from seq2spec.whisper.progress import AudioProgress
 from seq2spec.whisper.speech import LONG_FORMS, clip_speech, load_detector
 
 
 def same_file(path: str | Path) -> str:
     """A key that two names of one file share, from this working directory: relative or absolute, with ``./`` or
-    ``..``, or through a symbolic link. Records keep the name they were written with; resume compares these keys."""
+    ``..``, or through a symbolic link."""
     return os.path.realpath(path)
 
 
+def stamp(path: str | Path) -> list[int] | None:
+    """A file's size and modification time (None when it cannot be read): a record made before the file changed
+    (a recording still being written) is not done."""
+    try:
+        status = os.stat(path)
+    except OSError:
+        return None
+    return [status.st_size, status.st_mtime_ns]
+
+
+def record_key(record: dict[str, Any]) -> str:
+    """The file a record is for: its resolved ``path``, written beside the name as given, so that a rerun from
+    another folder finds it; records of earlier versions have only the name, resolved from here."""
+    return record.get("path") or same_file(record["file"])
+
+
+def current(record: dict[str, Any]) -> bool:
+    """Whether the record was made from its file as it is now (records of earlier versions carry no stamp)."""
+    return "stamp" not in record or record["stamp"] == stamp(record_key(record))
+
+
+def with_identity(record: dict[str, Any], path: Path) -> dict[str, Any]:
+    """``record`` with the file's resolved path and stamp after its name."""
+    return {"file": record["file"], "path": same_file(path), "stamp": stamp(path), **record}
+
+
 def transcribed(records: JsonlRecords) -> set[str]:
-    """Files with a transcript in ``records`` (an error record does not count: a rerun tries its file again)."""
-    return {record["file"] for record in records.records if "error" not in record}
+    """Keys of the files with a transcript in ``records`` made from the file as it is now (an error record does not
+    count: a rerun tries its file again)."""
+    return {record_key(r) for r in records.records if "error" not in r and current(r)}
 
 
 def failed_only(records: JsonlRecords) -> set[str]:
-    """Files with an error record and no transcript (under any of their names)."""
-    done = {same_file(name) for name in transcribed(records)}
-    return {record["file"] for record in records.records if "error" in record and same_file(record["file"]) not in done}
+    """Keys of the files with an error record and no transcript (under any of their names)."""
+    done = transcribed(records)
+    return {record_key(r) for r in records.records if "error" in r and record_key(r) not in done}
 
 
 def completed_files(out: Path) -> set[str]:
-    """Files transcribed in ``out`` (a record cut off by a killed run is removed first)."""
+    """Files transcribed in ``out``, by ``same_file`` key (a record cut off by a killed run is removed first)."""
     records = JsonlRecords(out)
     records.read()
     return transcribed(records)
@@ -116,12 +151,14 @@ def transcribe_records(
     in batches of ``piece_batch_size``; ``vad`` cuts out what is not speech before the sequential long form."""
     records: list[dict[str, Any]] = []
     clips, names = [], []
-    read = AudioFile if long_form == "batched" or vad else load_audio  # read stretch by stretch
+    stretches = long_form == "batched" or vad  # read stretch by stretch where the speech is found
     for path in paths:
         try:
-            clip = read(path)
-            if isinstance(clip, AudioFile):
+            clip = AudioFile(path)
+            if stretches:
                 clip_speech(clip)  # read to its end here: a file that fails part-way costs its own record only
+            else:
+                clip = clip.samples()  # block by block: never the whole file at its own rate and channels
             clips.append(clip)
             names.append(path)
         except AudioError as error:
@@ -203,6 +240,7 @@ def run(args: argparse.Namespace) -> int:
     apply_process_settings(args)
     try:
         files = find_audio(args.inputs)
+        args.out = resolved_output(args.out)  # through a symbolic link: the file it names is written and locked
         check_output_path(args.out, files)
         with OutputLock(args.out):
             return _transcribe(args, files)
@@ -212,31 +250,48 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _transcribe(args: argparse.Namespace, files: list[Path]) -> int:
-    from tqdm import tqdm
-
     out: Path = args.out
     results = JsonlRecords(out)
     results.read()
     if results.corrupt_lines:
         print(f"{out}: {results.corrupt_lines} unreadable line(s) skipped; their files are done again", file=sys.stderr)
-    failed_before = failed_only(results)
-    failed_keys = {same_file(name) for name in failed_before}
-    done = {same_file(name) for name in transcribed(results)} | (failed_keys if args.skip_failed else set())
+    failed_keys = failed_only(results)
+    done = transcribed(results) | (failed_keys if args.skip_failed else set())
     todo = [f for f in files if same_file(f) not in done]
     todo_keys = {same_file(f) for f in todo}
     retried = sum(1 for key in todo_keys if key in failed_keys)
+    changed = {record_key(r) for r in results.records if "error" not in r and not current(r)} & todo_keys
     durations = {f: duration_seconds(f) for f in todo}
     todo.sort(key=lambda f: durations[f])  # similar lengths share a batch
     again = f" ({retried} that failed before tried again)" if retried else ""
+    again += f" ({len(changed)} changed since their transcript)" if changed else ""
     print(
         f"{len(files)} audio files, {len(files) - len(todo)} already done, {len(todo)} to transcribe{again}",
         file=sys.stderr,
     )
-    if not todo:
-        return 1 if not args.skip_failed and untranscribed(files, results) else 0
-    if retried:
-        # their new records replace the old errors, under whatever name those were written
-        results.drop({name for name in failed_before if same_file(name) in todo_keys})
+    side = SideFiles(out, args.format, files)
+    if todo:
+        # their new records replace the old errors and the transcripts of changed files, under any name
+        stale = {record_key(r) for r in results.records if record_key(r) in todo_keys}
+        if stale:
+            results.drop_where(lambda record: record_key(record) in stale)
+        status = _transcribe_files(args, todo, durations, results, side)
+        if status is not None:
+            return status
+    if not side.complete(results, files):
+        return 1
+    if args.skip_failed:
+        return 1 if any("error" in r and record_key(r) in todo_keys for r in results.records) else 0
+    return 1 if untranscribed(files, results) else 0
+
+
+def _transcribe_files(
+    args: argparse.Namespace, todo: list[Path], durations: dict[Path, float], results: JsonlRecords, side: SideFiles
+) -> int | None:
+    """Transcribe ``todo`` into ``results`` batch by batch (each batch's side files written as it is done); an exit
+    status when the run ends early (a model that cannot be loaded, a stop), else None."""
+    from tqdm import tqdm
+
     try:
         decoding = decoding_of(args)
         if args.long_form == "batched" or args.vad:
@@ -245,8 +300,6 @@ def _transcribe(args: argparse.Namespace, files: list[Path]) -> int:
     except (FileNotFoundError, ValueError, OSError, ImportError) as error:
         print(f"seq2spec transcribe: {error}", file=sys.stderr)
         return 2
-    side_folder = out.with_name(out.stem + f"_{args.format}") if args.format != "jsonl" else None
-    root = common_root(files)
     failures = transcripts = 0
     audio_seconds = 0.0
     started = time.perf_counter()
@@ -276,7 +329,9 @@ def _transcribe(args: argparse.Namespace, files: list[Path]) -> int:
                 if any("text" in r for r in records):
                     proposed += speculator.last_stats.proposed_draft_tokens
                     accepted += speculator.last_stats.accepted_draft_tokens
+                by_name = {str(path): path for path in batch}
                 for record in records:
+                    record = with_identity(record, by_name[record["file"]])
                     with stops_deferred():  # a record is written and counted, or not at all
                         results.append(record)
                         if "error" in record:
@@ -284,18 +339,15 @@ def _transcribe(args: argparse.Namespace, files: list[Path]) -> int:
                             continue
                         transcripts += 1
                     audio_seconds += record["duration"]
-                    if side_folder is not None:
-                        target = side_file(side_folder, Path(record["file"]), root, args.format)
-                        write_file_atomically(target, render(record, args.format))
+                    side.write(record)
                 covered += sum(durations[p] for p in batch)
                 seconds_done.move_to(covered)
-                rtf = (time.perf_counter() - started) / max(audio_seconds, 1e-9)
-                progress.set_postfix(files=f"{start + len(batch)}/{len(todo)}", rtf=f"{rtf:.3f}")
+                progress.set_postfix(files=f"{start + len(batch)}/{len(todo)}", rtf=_rtf(started, audio_seconds))
         except KeyboardInterrupt as stop:
             progress.close()
             print(
-                f"seq2spec transcribe: stopped; {transcripts} files transcribed in this run are kept in {out}, rerun "
-                "to continue",
+                f"seq2spec transcribe: stopped; {transcripts} files transcribed in this run are kept in {args.out}, "
+                "rerun to continue",
                 file=sys.stderr,
             )
             return exit_status(stop)
@@ -304,17 +356,55 @@ def _transcribe(args: argparse.Namespace, files: list[Path]) -> int:
     acceptance = f"{accepted / proposed:.2f}" if proposed else "n/a (no draft)"
     print(
         f"done: {len(todo)} files ({failures} failed), {audio_seconds:.1f} s of audio in {wall:.1f} s, "
-        f"real-time factor {wall / max(audio_seconds, 1e-9):.3f}, acceptance {acceptance}; results in {out}",
+        f"real-time factor {_rtf(started, audio_seconds)}, acceptance {acceptance}; results in {args.out}",
         file=sys.stderr,
     )
-    if args.skip_failed:
-        return 1 if failures else 0
-    return 1 if untranscribed(files, results) else 0
+    return None
+
+
+def _rtf(started: float, audio_seconds: float) -> str:
+    """Seconds of decoding per second of audio ("n/a" before any audio is decoded)."""
+    return f"{(time.perf_counter() - started) / audio_seconds:.3f}" if audio_seconds else "n/a"
+
+
+class SideFiles:
+    """``--format txt|srt|vtt``: a file per transcript, mirroring the inputs' folders into a folder beside the JSONL,
+    written from the records (so that a rerun completes what an earlier run did not write), each whole or not at all.
+    A side file that cannot be written is reported and left for a rerun; the JSONL record stays."""
+
+    def __init__(self, out: Path, fmt: str, files: list[Path]) -> None:
+        self.fmt = fmt
+        self.folder = out.with_name(out.stem + f"_{fmt}") if fmt != "jsonl" else None
+        self.root = common_root(files)
+        self.failed: list[str] = []
+
+    def path(self, record: dict[str, Any]) -> Path:
+        return side_file(self.folder, Path(record.get("path") or record["file"]), self.root, self.fmt)
+
+    def write(self, record: dict[str, Any]) -> None:
+        if self.folder is None or "error" in record:
+            return
+        try:
+            write_file_atomically(self.path(record), render(record, self.fmt))
+        except OutputError as error:
+            self.failed.append(str(error))
+
+    def complete(self, results: JsonlRecords, files: list[Path]) -> bool:
+        """Write each input's missing side file from its transcript; False (after saying why) where one failed."""
+        if self.folder is not None:
+            keys = {same_file(path) for path in files}
+            latest = {record_key(r): r for r in results.records if "error" not in r and current(r)}
+            for key, record in latest.items():
+                if key in keys and not self.path(record).exists():
+                    self.write(record)
+        for reason in self.failed:
+            print(f"seq2spec transcribe: {reason}; the transcript is in the JSONL, rerun to write it", file=sys.stderr)
+        return not self.failed
 
 
 def untranscribed(files: list[Path], results: JsonlRecords) -> int:
-    """How many of ``files`` have no transcript in ``results``."""
-    done = {same_file(name) for name in transcribed(results)}
+    """How many of ``files`` have no transcript in ``results`` made from them as they are now."""
+    done = transcribed(results)
     return sum(1 for path in files if same_file(path) not in done)
 
 
@@ -322,7 +412,7 @@ def add_parser(commands) -> argparse.ArgumentParser:
     transcribe = commands.add_parser(
         "transcribe",
         help="transcribe audio files or folders (recursively) into a JSONL file",
-        description=__doc__,
+        description=plain_text(__doc__),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     transcribe.add_argument(
@@ -336,7 +426,12 @@ def add_parser(commands) -> argparse.ArgumentParser:
         "else none)",
     )
     transcribe.add_argument("--language", help="language code such as en (default: detected per file)")
-    transcribe.add_argument("--task", choices=["transcribe", "translate"], default="transcribe")
+    transcribe.add_argument(
+        "--task",
+        choices=["transcribe", "translate"],
+        default="transcribe",
+        help="transcribe in the speech's language, or translate it into English text (default transcribe)",
+    )
     transcribe.add_argument("--timestamps", action="store_true", help="segments with start and end times")
     transcribe.add_argument(
         "--word-timestamps",
@@ -344,7 +439,12 @@ def add_parser(commands) -> argparse.ArgumentParser:
         help="words with start and end times (Whisper's cross-attention alignment), in the JSONL and as one "
         "SRT/VTT cue per word",
     )
-    transcribe.add_argument("--batch-size", type=positive_int, default=16)
+    transcribe.add_argument(
+        "--batch-size",
+        type=positive_int,
+        default=16,
+        help="files decoded together, sorted by duration (with --long-form batched: speech pieces) (default 16)",
+    )
     decoding = transcribe.add_argument_group(
         "decoding", "the default is greedy decoding: exactly the big model's own greedy output"
     )
@@ -381,7 +481,13 @@ def add_parser(commands) -> argparse.ArgumentParser:
     decoding.add_argument(
         "--seed", type=int, default=0, help="seed of the sampled fallback passes (default: 0, reproducible)"
     )
-    transcribe.add_argument("--format", choices=["jsonl", "txt", "srt", "vtt"], default="jsonl")
+    transcribe.add_argument(
+        "--format",
+        choices=["jsonl", "txt", "srt", "vtt"],
+        default="jsonl",
+        help="also write a text, SubRip or WebVTT file per audio file, mirroring the input folders into a folder "
+        "beside the JSONL (OUT_txt, ...); a rerun writes those missing (default: the JSONL only)",
+    )
     transcribe.add_argument(
         "--skip-failed",
         action="store_true",

@@ -108,7 +108,30 @@ def full_scale_gain(peak: float) -> float:
     return 1.0 / peak if np.isfinite(peak) and peak > 1.0 else 1.0
 
 
-def to_mono_16k(samples: np.ndarray, sampling_rate: int) -> np.ndarray:
+# the mix of a file's channels is this much quieter than the channels themselves (-20 dB): they cancel each other
+CANCELLING_MIX = 0.01
+
+
+def mix_down(samples: np.ndarray, name: str = "the audio") -> np.ndarray:
+    """Channels (``[frames, channels]`` float32) averaged into one; where they cancel each other (one channel the
+    other's inverse, as a miswired stereo recording is), the mix would be near silence: the loudest channel alone is
+    taken instead, with a warning."""
+    mono = samples.mean(axis=1, dtype=np.float32)
+    if samples.shape[1] < 2 or not len(samples):
+        return mono
+    channels = np.square(samples, dtype=np.float64).mean(axis=0)
+    if channels.max() > 1e-10 and float(np.square(mono, dtype=np.float64).mean()) < CANCELLING_MIX * channels.mean():
+        loudest = int(channels.argmax())
+        logger.warning(
+            "%s: its channels cancel each other when mixed (phase-inverted stereo?): channel %d alone is transcribed",
+            name,
+            loudest + 1,
+        )
+        return np.ascontiguousarray(samples[:, loudest])
+    return mono
+
+
+def to_mono_16k(samples: np.ndarray, sampling_rate: int, name: str = "the audio") -> np.ndarray:
     """Float32 mono at 16 kHz: integers scaled by their type, channels averaged (``[frames, channels]``),
     resampled with soxr's high quality. Floats far outside [-1, 1] and channels-first arrays are refused."""
     samples = as_float_samples(samples)
@@ -118,7 +141,7 @@ def to_mono_16k(samples: np.ndarray, sampling_rate: int) -> np.ndarray:
                 f"audio of shape {tuple(samples.shape)} has fewer frames than channels: arrays are [frames, channels] "
                 "(transpose a channels-first array)"
             )
-        samples = samples.mean(axis=1)
+        samples = mix_down(samples, name)
     elif samples.ndim != 1:
         raise AudioError(f"audio must be [frames] or [frames, channels], got shape {samples.shape}")
     if sampling_rate != SAMPLING_RATE:
@@ -183,7 +206,7 @@ def _load(path: Path, source: Path) -> np.ndarray:
     if stored_as_floats:
         samples *= full_scale_gain(float(np.abs(samples).max()))
     try:
-        return to_mono_16k(samples, sampling_rate)
+        return to_mono_16k(samples, sampling_rate, str(path))
     except AudioError as error:
         raise AudioError(f"{path}: {error}") from None
 
@@ -298,7 +321,7 @@ class AudioFile:
         if self.gain != 1.0:
             samples = samples * np.float32(self.gain)
         try:
-            return as_float_samples(samples).mean(axis=1, dtype=np.float32)
+            return mix_down(as_float_samples(samples), str(self.path))
         except AudioError as error:
             raise AudioError(f"{self.path}: {error}") from None
 
@@ -352,3 +375,23 @@ class AudioFile:
 
     def whole(self) -> np.ndarray:
         return load_audio(self.source)
+
+    def samples(self) -> np.ndarray:
+        """The whole file as float32 mono 16 kHz, read block by block into one array: the same samples as
+        ``load_audio``'s, without ever holding the file at its own rate and channels (an hour of 48-kHz stereo is
+        1.4 GB of float32). A file soundfile fails on part-way is read through PyAV instead."""
+        try:
+            return self._collected()
+        except AudioReadError as failure:
+            self.read_through_pyav(failure)
+            return self._collected()
+
+    def _collected(self) -> np.ndarray:
+        samples = np.empty(len(self), dtype=np.float32)
+        filled = 0
+        for block in self.blocks(seconds=20.0):  # what a block holds at the file's rate and channels stays small
+            if filled + len(block) > len(samples):  # the resampler may give a few samples more than the header says
+                samples = np.concatenate([samples[:filled], np.empty(filled + len(block), dtype=np.float32)])
+            samples[filled : filled + len(block)] = block
+            filled += len(block)
+        return samples[:filled] if filled == len(samples) else samples[:filled].copy()

@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from seq2spec.whisper.audio import SAMPLING_RATE, AudioError, AudioFile, load_audio, to_mono_16k
+from seq2spec.whisper.audio import SAMPLING_RATE, AudioError, AudioFile, to_mono_16k
 from seq2spec.whisper.speech import LONG_FORMS, Clip, transcribe_in_pieces, transcribe_speech_only
 
 # generate(input_features, attention_mask or None, **whisper generate arguments) -> token ids
@@ -71,6 +71,16 @@ class WhisperDecoding:
         return arguments
 
 
+def fallback_seed(decoding: WhisperDecoding | None) -> int | None:
+    """The seed of ``decoding``'s sampled fallback passes (None without the fallback); ``decoding`` checked."""
+    if decoding is not None and not isinstance(decoding, WhisperDecoding):
+        raise TypeError(
+            f"decoding must be a WhisperDecoding (seq2spec.WhisperDecoding(temperature_fallback=True, ...)), got "
+            f"{type(decoding).__name__}"
+        )
+    return decoding.seed if decoding is not None and decoding.temperature_fallback else None
+
+
 def prepare_clips(audio: Any, sampling_rate: int | None, lazy: bool = False) -> tuple[list[Clip], bool]:
     """``(clips as float32 mono 16 kHz, whether a single input was given)`` from a path, an array or a list of them.
 
@@ -81,11 +91,18 @@ def prepare_clips(audio: Any, sampling_rate: int | None, lazy: bool = False) -> 
     """
     from pathlib import Path
 
+    if sampling_rate is not None and (
+        not isinstance(sampling_rate, (int, np.integer)) or isinstance(sampling_rate, bool) or sampling_rate <= 0
+    ):
+        raise TypeError(
+            f"sampling_rate must be a positive int (samples per second), got {sampling_rate!r} "
+            f"({type(sampling_rate).__name__})"
+        )
     single = not isinstance(audio, (list, tuple))
     clips = []
     for index, item in enumerate([audio] if single else audio):
         if isinstance(item, (str, Path)):
-            clips.append(AudioFile(item) if lazy else load_audio(item))
+            clips.append(AudioFile(item) if lazy else AudioFile(item).samples())  # read block by block
             continue
         if isinstance(item, AudioFile):
             clips.append(item if lazy else item.whole())

@@ -7,6 +7,7 @@ real-time factor is the command's own (decoding time over audio time, model load
 process's maximum resident set size. Writes ``results/long_audio_<device>.{json,md}``.
 
     python benchmarks/bench_long_audio.py --minutes 1.55 10 60
+    python benchmarks/bench_long_audio.py --minutes 1.55 60 --rate 48000 --channels 2
 """
 
 from __future__ import annotations
@@ -28,12 +29,21 @@ import soundfile
 SAMPLE = Path(__file__).resolve().parents[1] / "recipes" / "data" / "asr_samples" / "long_form.wav"
 
 
-def make_file(minutes: float, folder: Path) -> Path:
-    samples, rate = soundfile.read(SAMPLE, dtype="int16")
+def make_file(minutes: float, folder: Path, rate: int = 16_000, channels: int = 1) -> Path:
+    """``minutes`` of the sample repeated, written as 16-bit PCM at ``rate`` with ``channels`` (each a little
+    quieter than the one before), a block at a time."""
+    import soxr
+
+    samples, sample_rate = soundfile.read(SAMPLE, dtype="float32")
+    if rate != sample_rate:
+        samples = soxr.resample(samples, sample_rate, rate).astype(np.float32)
     wanted = int(minutes * 60 * rate)
-    repeated = np.tile(samples, -(-wanted // len(samples)))[:wanted]
-    path = folder / f"speech_{minutes:g}min.wav"
-    soundfile.write(path, repeated, rate, subtype="PCM_16")
+    path = folder / f"speech_{minutes:g}min_{rate // 1000}k_{channels}ch.wav"
+    gains = np.array([0.9**channel for channel in range(channels)], dtype=np.float32)
+    with soundfile.SoundFile(path, "w", rate, channels, subtype="PCM_16") as out:
+        for start in range(0, wanted, len(samples)):
+            block = samples[: min(len(samples), wanted - start)]
+            out.write(block[:, None] * gains[None, :])
     return path
 
 
@@ -43,6 +53,7 @@ def transcribe(path: Path, args: argparse.Namespace) -> dict:
     out.unlink(missing_ok=True)
     command = [sys.executable, "-m", "seq2spec", "transcribe", str(path), "--out", str(out), "--language", "en"]
     command += ["--timestamps", "--threads", str(args.threads), "--device", args.device, "--dtype", args.dtype]
+    command += ["--long-form", args.long_form]
     started = time.perf_counter()
     done = subprocess.run(command, capture_output=True, text=True)
     wall = time.perf_counter() - started
@@ -66,6 +77,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--dtype", default="float32")
+    parser.add_argument("--rate", type=int, default=16_000, help="sampling rate of the files made")
+    parser.add_argument("--channels", type=int, default=1, help="channels of the files made")
+    parser.add_argument("--long-form", default="sequential", choices=["sequential", "batched"])
     parser.add_argument("--out", type=Path, default=Path(__file__).parent / "results")
     args = parser.parse_args(argv)
     rows = []
@@ -73,7 +87,8 @@ def main(argv: list[str] | None = None) -> int:
         for minutes in args.minutes:
             # peak memory is per process: measure each length in a fresh child of a fresh interpreter
             child = [sys.executable, __file__, "--single", str(minutes), "--threads", str(args.threads)]
-            child += ["--device", args.device, "--dtype", args.dtype, "--folder", folder]
+            child += ["--device", args.device, "--dtype", args.dtype, "--folder", folder, "--rate", str(args.rate)]
+            child += ["--channels", str(args.channels), "--long-form", args.long_form]
             result = subprocess.run(child, capture_output=True, text=True)
             if result.returncode != 0:
                 raise SystemExit(result.stderr[-2000:])
@@ -82,8 +97,10 @@ def main(argv: list[str] | None = None) -> int:
             print(row, flush=True)
     base = rows[0]["rtf"]
     machine = f"{platform.machine()}, {args.threads} threads, {args.device} {args.dtype}"
+    files = f"16-bit WAV, {args.rate} Hz, {args.channels} channel(s)"
     lines = [
-        f"Machine: {machine}; `seq2spec transcribe --timestamps`, embedded whisper-base + shipped draft",
+        f"Machine: {machine}; `seq2spec transcribe --timestamps --long-form {args.long_form}`, embedded "
+        f"whisper-base + shipped draft; {files}",
         "",
         "| audio | real-time factor | relative to the shortest | wall s | peak MB | words | segments |",
         "|---:|---:|---:|---:|---:|---:|---:|",
@@ -95,7 +112,10 @@ def main(argv: list[str] | None = None) -> int:
         )
     args.out.mkdir(parents=True, exist_ok=True)
     stem = args.out / f"long_audio_{'cpu' if args.device == 'cpu' else 'cuda'}"
-    Path(f"{stem}.json").write_text(json.dumps({"machine": machine, "rows": rows}, indent=2) + "\n")
+    if (args.rate, args.channels, args.long_form) != (16_000, 1, "sequential"):
+        stem = Path(f"{stem}_{args.rate // 1000}k_{args.channels}ch_{args.long_form}")
+    summary = {"machine": machine, "files": files, "long_form": args.long_form, "rows": rows}
+    Path(f"{stem}.json").write_text(json.dumps(summary, indent=2) + "\n")
     Path(f"{stem}.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
     return 0
@@ -108,8 +128,11 @@ def single(argv: list[str]) -> int:
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--dtype", default="float32")
     parser.add_argument("--folder", type=Path, required=True)
+    parser.add_argument("--rate", type=int, default=16_000)
+    parser.add_argument("--channels", type=int, default=1)
+    parser.add_argument("--long-form", default="sequential")
     args = parser.parse_args(argv)
-    print(json.dumps(transcribe(make_file(args.single, args.folder), args)))
+    print(json.dumps(transcribe(make_file(args.single, args.folder, args.rate, args.channels), args)))
     return 0
 
 

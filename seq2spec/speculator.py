@@ -346,7 +346,7 @@ class Seq2SeqSpeculator:
             options = dict(language=language, task=task, return_timestamps=return_timestamps, decoding=decoding,
                            word_timestamps=word_timestamps, long_form=long_form, vad=vad)  # fmt: skip
             check_speech_model(family.model_type, family.encoder_input_name, options)
-        clips, single = prepare_clips(audio, sampling_rate, lazy=whisper and (long_form == "batched" or vad))
+        clips, single = prepare_clips(audio, sampling_rate, lazy=whisper)
         total = SpeculationStats()
         seed = fallback_seed(decoding)
 

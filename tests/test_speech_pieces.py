@@ -16,7 +16,7 @@ import soundfile
 
 from seq2spec import Seq2SeqSpeculator
 from seq2spec.commands.main import main
-from seq2spec.whisper import transcription
+from seq2spec.whisper import audio as audio_module
 from seq2spec.whisper.audio import SAMPLING_RATE, AudioFile, load_audio
 from seq2spec.whisper.speech import (
     LEAD_IN,
@@ -183,8 +183,9 @@ def test_a_file_path_is_never_loaded_whole_in_the_batched_long_form(toy_speculat
     def refused(*args, **kwargs):
         raise AssertionError("the whole file was loaded")
 
-    monkeypatch.setattr(transcription, "load_audio", refused)
+    monkeypatch.setattr(audio_module, "load_audio", refused)
     monkeypatch.setattr(AudioFile, "whole", refused)
+    monkeypatch.setattr(AudioFile, "samples", refused)
     assert toy_speculator.transcribe(path, **arguments) == expected
     assert expected["text"]
 

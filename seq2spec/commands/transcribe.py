@@ -150,15 +150,16 @@ def transcribe_records(
     ``words`` adds ``"words"`` with their times; ``long_form="batched"`` decodes the files' speech pieces together
     in batches of ``piece_batch_size``; ``vad`` cuts out what is not speech before the sequential long form."""
     records: list[dict[str, Any]] = []
-    clips, names = [], []
+    clips, names, lengths = [], [], []
     stretches = long_form == "batched" or vad  # read stretch by stretch where the speech is found
     for path in paths:
-        try:
+        try:  # each file read to its end here: one that fails part-way costs its own record only
             clip = AudioFile(path)
             if stretches:
-                clip_speech(clip)  # read to its end here: a file that fails part-way costs its own record only
+                clip_speech(clip)
+                lengths.append(len(clip))
             else:
-                clip = clip.samples()  # block by block: never the whole file at its own rate and channels
+                lengths.append(clip.read_through())  # block by block; decoded later as it is read again
             clips.append(clip)
             names.append(path)
         except AudioError as error:
@@ -167,7 +168,6 @@ def transcribe_records(
         return records
     results = speculator.transcribe(
         clips,
-        sampling_rate=16_000,  # of the arrays
         language=language,
         task=task,
         return_timestamps=timestamps,
@@ -178,8 +178,8 @@ def transcribe_records(
         long_form=long_form,
         vad=vad,
     )
-    for path, clip, result in zip(names, clips, results, strict=True):
-        record: dict[str, Any] = {"file": str(path), "duration": round(len(clip) / 16_000, 3)}
+    for path, length, result in zip(names, lengths, results, strict=True):
+        record: dict[str, Any] = {"file": str(path), "duration": round(length / 16_000, 3)}
         if isinstance(result, dict):
             record.update(result)
         else:

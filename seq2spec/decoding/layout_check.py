@@ -24,6 +24,8 @@ from seq2spec.decoding.checked import StateCache, model_state
 from seq2spec.decoding.families import Family
 from seq2spec.decoding.runner import DecoderRunner, EncoderExtras
 
+# source positions a probe row needs at most: cross-attention over more of them checks nothing more of the decoder
+PROBE_SOURCE_POSITIONS = 64
 # per forward after the prompt: the tokens fed to both rows, and how many of them each row keeps
 _SCHEDULE = ((4, (4, 2)), (3, (1, 3)), (3, (3, 2)))
 

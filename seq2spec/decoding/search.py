@@ -19,7 +19,7 @@ from seq2spec.decoding.attentions import attentions_as_generate
 from seq2spec.decoding.exact import ExactForwards
 from seq2spec.decoding.families import Family
 from seq2spec.decoding.head import BigModelHead
-from seq2spec.decoding.layout_check import LayoutCheck, ProbeRow, Verdict
+from seq2spec.decoding.layout_check import PROBE_SOURCE_POSITIONS, LayoutCheck, ProbeRow, Verdict
 from seq2spec.decoding.loop import speculative_decode
 from seq2spec.decoding.plan import GenerationPlan, plan_from_generate
 from seq2spec.decoding.proposal import DecodingBatch, Proposer
@@ -164,14 +164,20 @@ class SpeculativeSearch:
         attention_mask: torch.Tensor | None,
     ) -> Verdict:
         """Refuse the model before decoding if its decoder disagrees with itself in the layout (``layout_check.py``),
-        checked on the least-padded row's prompt and source."""
+        checked on the least-padded row's prompt and source (its first ``PROBE_SOURCE_POSITIONS`` where nothing
+        else in the encoder output is per position: a 30-s Whisper window's 1,500 frames would cost the check some
+        200 MB and tell it no more)."""
         row = min(range(prompt.shape[0]), key=lambda index: prompt_padding[index] if prompt_padding else 0)
         start = prompt_padding[row] if prompt_padding else 0
         index = torch.tensor([row], device=prompt.device)
         hidden = encoder_outputs[0]
         extras = EncoderExtras.of(encoder_outputs, hidden.shape[0], hidden.device, hidden.dtype).rows(index)
         mask = None if attention_mask is None else attention_mask[row : row + 1]
-        probe = ProbeRow(prompt[row, start:], hidden[row : row + 1], mask, extras)
+        hidden = hidden[row : row + 1]
+        kept = PROBE_SOURCE_POSITIONS
+        if not extras.tensors and hidden.shape[1] > kept and (mask is None or bool(mask[:, :kept].all())):
+            hidden, mask = hidden[:, :kept], None if mask is None else mask[:, :kept]
+        probe = ProbeRow(prompt[row, start:], hidden, mask, extras)
         return self.layout_check.require(model, self.family, probe)
 
     def _output(

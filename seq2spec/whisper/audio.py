@@ -275,6 +275,7 @@ class AudioFile:
             self._read_copy(read_through_pyav(self.path, failure))
 
     def _read_header(self) -> None:
+        self.measured: int | None = None  # 16-kHz samples counted by reading the file through (read_through)
         try:
             with sound_file(self.source) as reader:
                 frames, sampling_rate, subtype = reader.frames, reader.samplerate, reader.subtype
@@ -311,7 +312,9 @@ class AudioFile:
         self._read_copy(read_through_pyav(self.path, failure))
 
     def __len__(self) -> int:
-        """Samples at 16 kHz."""
+        """Samples at 16 kHz: as read (``read_through``), or as its header tells."""
+        if self.measured is not None:
+            return self.measured
         return round(self.frames * SAMPLING_RATE / self.sampling_rate)
 
     def _error(self, error: Exception) -> AudioReadError:
@@ -375,6 +378,17 @@ class AudioFile:
 
     def whole(self) -> np.ndarray:
         return load_audio(self.source)
+
+    def read_through(self) -> int:
+        """Read the file to its end once, a block at a time (PyAV where soundfile fails part-way), and return its
+        exact length in 16-kHz samples (a header's count can be a few samples off): ``AudioReadError`` now, not
+        part-way through decoding, for a file that cannot be read."""
+        try:
+            self.measured = sum(len(block) for block in self.blocks(seconds=20.0))
+        except AudioReadError as failure:
+            self.read_through_pyav(failure)
+            self.measured = sum(len(block) for block in self.blocks(seconds=20.0))
+        return self.measured
 
     def samples(self) -> np.ndarray:
         """The whole file as float32 mono 16 kHz, read block by block into one array: the same samples as

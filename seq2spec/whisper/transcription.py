@@ -6,7 +6,7 @@ speculator so that both decodings see the same batches and features.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -14,6 +14,8 @@ import numpy as np
 import torch
 
 from seq2spec.whisper.audio import SAMPLING_RATE, AudioError, AudioFile, to_mono_16k
+from seq2spec.whisper.audio_types import AudioReadError
+from seq2spec.whisper.log_mel import BlockLogMel, computes_like
 from seq2spec.whisper.speech import LONG_FORMS, Clip, transcribe_in_pieces, transcribe_speech_only
 
 # generate(input_features, attention_mask or None, **whisper generate arguments) -> token ids
@@ -105,7 +107,7 @@ def prepare_clips(audio: Any, sampling_rate: int | None, lazy: bool = False) -> 
             clips.append(AudioFile(item) if lazy else AudioFile(item).samples())  # read block by block
             continue
         if isinstance(item, AudioFile):
-            clips.append(item if lazy else item.whole())
+            clips.append(item if lazy else item.samples())
             continue
         if isinstance(item, torch.Tensor):
             item = item.detach().cpu()
@@ -175,24 +177,15 @@ def transcribe_clips(
         if bar is not None:
             bar.close()
         return [clipped_to(result, len(clip) / SAMPLING_RATE) for result, clip in zip(joined, clips, strict=True)]
-    clips = [clip if isinstance(clip, np.ndarray) else clip.whole() for clip in clips]
     order = sorted(range(len(clips)), key=lambda i: len(clips[i]))
     results: list[Any] = [None] * len(clips)
     for start in range(0, len(order), batch_size):
         chunk = order[start : start + batch_size]
-        batch = [clips[i] for i in chunk]
-        long_form = max(len(c) for c in batch) > WINDOW_SAMPLES
+        features, lengths = batch_features([clips[i] for i in chunk], processor.feature_extractor, word_timestamps)
+        long_form = max(lengths) > WINDOW_SAMPLES
         tracker = _WindowProgress(report)
         if long_form:
             options["monitor_progress"] = tracker
-        extractor_options = (
-            {"truncation": False, "padding": "longest", "return_attention_mask": True}
-            if long_form
-            else {"return_attention_mask": word_timestamps}  # the clip's own frames, for precise word times
-        )
-        features = processor.feature_extractor(
-            batch, sampling_rate=SAMPLING_RATE, return_tensors="pt", **extractor_options
-        )
         output = generate(
             features["input_features"],
             features.get("attention_mask") if long_form or word_timestamps else None,
@@ -202,21 +195,68 @@ def transcribe_clips(
             **options,
         )
         options.pop("monitor_progress", None)
-        tracker.finish(sum(len(c) for c in batch) / SAMPLING_RATE)
+        tracker.finish(sum(lengths) / SAMPLING_RATE)
         sequences = output["sequences"] if word_timestamps else output
         # a batch where the fallback skipped every window of some clip as silence comes back as float32 (Whisper's
         # generate pads an empty float tensor for that clip): token ids all the same
         sequences = sequences.long()
-        for row, (index, ids) in enumerate(zip(chunk, sequences.tolist(), strict=True)):
+        for row, (index, ids, length) in enumerate(zip(chunk, sequences.tolist(), lengths, strict=True)):
             result = decode(processor.tokenizer, ids, return_timestamps)
             if word_timestamps:
                 result = result if isinstance(result, dict) else {"text": result}
                 times = token_times(ids, output["token_timestamps"][row].tolist(), processor.tokenizer)
                 result["words"] = words_of(processor.tokenizer, ids, times)
-            results[index] = clipped_to(result, len(clips[index]) / SAMPLING_RATE)
+            results[index] = clipped_to(result, length / SAMPLING_RATE)
     if bar is not None:
         bar.close()
     return results
+
+
+def batch_features(batch: list[Clip], extractor, word_timestamps: bool) -> tuple[dict[str, Any], list[int]]:
+    """``(the extractor's features of a batch, each clip's samples)``: a batch holding a clip longer than 30 s gets
+    unpadded features with an attention mask (long form), computed block by block as files are read where the
+    extractor is Whisper's own (``log_mel.BlockLogMel``: an hour of audio is never held whole, at any rate)."""
+    streamed = computes_like(extractor) and any(
+        isinstance(clip, AudioFile) and len(clip) > WINDOW_SAMPLES + SAMPLING_RATE for clip in batch
+    )  # headers may be off by a few samples: a clip this far past 30 s is long whatever it holds
+    if streamed:
+        features = _features_while_reading(batch, BlockLogMel(extractor))
+        return features, features.pop("lengths").tolist()
+    clips = [clip.samples() if isinstance(clip, AudioFile) else clip for clip in batch]
+    long_form = max(len(clip) for clip in clips) > WINDOW_SAMPLES
+    extractor_options = (
+        {"truncation": False, "padding": "longest", "return_attention_mask": True}
+        if long_form
+        else {"return_attention_mask": word_timestamps}  # the clip's own frames, for precise word times
+    )
+    features = extractor(clips, sampling_rate=SAMPLING_RATE, return_tensors="pt", **extractor_options)
+    return features, [len(clip) for clip in clips]
+
+
+def _features_while_reading(batch: list[Clip], log_mel: BlockLogMel) -> dict[str, torch.Tensor]:
+    """``log_mel`` of the batch, its files read 20 s at a time; a file soundfile fails on part-way is read again
+    through PyAV, as ``AudioFile.samples`` does."""
+    while True:
+        failed: list[tuple[AudioFile, AudioReadError]] = []
+        try:
+            return log_mel([_blocks(clip, failed) for clip in batch], [len(clip) for clip in batch])
+        except AudioReadError:
+            if not failed:
+                raise
+            clip, failure = failed[-1]
+            clip.read_through_pyav(failure)  # raises the failure again where PyAV cannot help
+
+
+def _blocks(clip: Clip, failed: list[tuple[AudioFile, AudioReadError]]) -> Iterator[np.ndarray]:
+    """A clip's samples in blocks; a file's read failure is noted in ``failed`` before it goes on."""
+    if isinstance(clip, np.ndarray):
+        yield clip
+        return
+    try:
+        yield from clip.blocks(seconds=20.0)
+    except AudioReadError as failure:
+        failed.append((clip, failure))
+        raise
 
 
 def _reporter(progress: bool | Callable[[float], None], total_seconds: float):

@@ -64,7 +64,7 @@ def assert_same_or_tied(actual: torch.Tensor, expected, pad: int, tolerance: flo
     """Every row of ``actual`` (generated tokens, as ``generate`` returns them without a dict) equals greedy's
     (``expected``: generate's dict output with ``scores``), or first differs where greedy's processed score of
     seq2spec's token is within ``tolerance`` of greedy's best: a tie at the dtype's rounding, which a forward over
-    several tokens may break the other way than generate's one-token step (README, "Rounding")."""
+    several tokens may break the other way than generate's one-token step (docs/how-it-works.md, "Rounding")."""
     steps = len(expected.scores)
     generated = expected.sequences[:, expected.sequences.shape[1] - steps :]
     width = max(actual.shape[1], steps)

@@ -1,5 +1,5 @@
-"""A proposer written by a user (README's example, run as printed there) plugs into Seq2SeqSpeculator and the output
-stays exactly greedy; a proposer that breaks the protocol gets a clear error."""
+"""A proposer written by a user (the example of docs/proposers.md, run as printed there) plugs into Seq2SeqSpeculator
+and the output stays exactly greedy; a proposer that breaks the protocol gets a clear error."""
 
 from __future__ import annotations
 
@@ -14,15 +14,15 @@ from toy_helpers import varied_enough
 from seq2spec import Proposal, Proposer, Seq2SeqSpeculator
 from seq2spec.commands.toys import random_sources
 
-README = Path(__file__).resolve().parents[1] / "README.md"
+README = Path(__file__).resolve().parents[1] / "docs" / "proposers.md"
 
 
 @pytest.fixture(scope="module")
 def retrieved_copy():
-    """The ``RetrievedCopy`` class exactly as README.md prints it."""
+    """The ``RetrievedCopy`` class exactly as docs/proposers.md prints it."""
     text = README.read_text(encoding="utf-8")
     block = re.search(r"<!-- proposer-example -->\n```python\n(.*?)```", text, re.S)
-    assert block, "README.md lost its proposer example"
+    assert block, "docs/proposers.md lost its proposer example"
     assert len(block.group(1).splitlines()) <= 35
     namespace: dict = {}
     exec(compile(block.group(1), "README proposer example", "exec"), namespace)

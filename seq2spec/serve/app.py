@@ -1,0 +1,254 @@
+"""The HTTP application: LanguageTool's ``/v2/check`` and ``/v2/languages`` over the speller, OpenAI's
+``/v1/audio/transcriptions`` over Whisper, ``/health``; limits, an API key, and every refusal a JSON error."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import tempfile
+import urllib.parse
+from collections.abc import Awaitable, Callable, Hashable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+
+from seq2spec.serve import languagetool
+from seq2spec.serve.batching import Batcher, QueueFull
+from seq2spec.serve.languagetool import RequestError
+from seq2spec.serve.transcriptions import TranscriptionRequest, transcription_response
+
+RETRY_AFTER_SECONDS = 1
+
+
+@dataclass(frozen=True)
+class Limits:
+    """What one request may bring."""
+
+    max_body_bytes: int = 25 * 2**20  # OpenAI's own upload limit
+    max_audio_seconds: float = 4 * 3600.0
+    max_text_characters: int = 100_000
+    max_waiting_rows: int = 4096  # rows queued for decoding before new requests get 503
+
+
+@dataclass
+class Services:
+    """What the server decodes with: ``correct(lines) -> lines`` (None: no speller), ``transcribe(paths, options)
+    -> records`` (None: no transcriber), the name clients see for the Whisper model, and the API key (None: open)."""
+
+    correct: Callable[[list[str]], list[str]] | None
+    transcribe: Callable[[list[str], Hashable], list[dict[str, Any]]] | None
+    model_name: str = "whisper-base"
+    api_key: str | None = None
+    limits: Limits = field(default_factory=Limits)
+    text_batch_rows: int = 32
+    audio_batch_rows: int = 16
+    version: str = "0"
+
+
+def error(
+    status: int,
+    message: str,
+    *,
+    kind: str = "invalid_request_error",
+    param: str | None = None,
+    headers: dict[str, str] | None = None,
+) -> JSONResponse:
+    """A refusal as OpenAI's clients expect it (LanguageTool's read the message)."""
+    body = {"error": {"message": message, "type": kind, "param": param, "code": status}}
+    return JSONResponse(body, status_code=status, headers=headers)
+
+
+class BodyTooLarge(Exception):
+    pass
+
+
+async def read_body(request: Request, limit: int) -> bytes:
+    """The request's body, refused past ``limit`` bytes (by its declared length, or as it arrives)."""
+    declared = request.headers.get("content-length")
+    if declared is not None and declared.isdigit() and int(declared) > limit:
+        raise BodyTooLarge
+    chunks, size = [], 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > limit:
+            raise BodyTooLarge
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+async def until_done_or_gone(request: Request, work: Awaitable[Any]) -> Any:
+    """``work``'s result; if the client disconnects first, ``work`` is cancelled (its rows leave the queue)."""
+    task = asyncio.ensure_future(work)
+    while True:
+        done, _ = await asyncio.wait({task}, timeout=0.25)
+        if done:
+            return task.result()
+        if await request.is_disconnected():
+            task.cancel()
+            raise ConnectionAbortedError("the client disconnected")
+
+
+def build_app(services: Services) -> Starlette:
+    """The application; its batchers start now and stop when the application shuts down."""
+    limits = services.limits
+    text_batcher = audio_batcher = None
+    if services.correct is not None:
+        correct = services.correct
+        text_batcher = Batcher(lambda rows, options: correct(rows), services.text_batch_rows, limits.max_waiting_rows)
+    if services.transcribe is not None:
+        audio_batcher = Batcher(services.transcribe, services.audio_batch_rows, limits.max_waiting_rows)
+
+    def authorised(request: Request) -> bool:
+        if services.api_key is None:
+            return True
+        return request.headers.get("authorization", "") == f"Bearer {services.api_key}"
+
+    def guarded(handler: Callable[[Request], Awaitable[Response]]) -> Callable[[Request], Awaitable[Response]]:
+        async def endpoint(request: Request) -> Response:
+            if not authorised(request):
+                return error(401, "a valid API key is required: Authorization: Bearer KEY", kind="authentication_error")
+            try:
+                return await handler(request)
+            except BodyTooLarge:
+                return error(413, f"the request body is over the limit of {limits.max_body_bytes} bytes")
+            except RequestError as refused:
+                return error(refused.status, str(refused))
+            except QueueFull as full:
+                return error(
+                    503,
+                    f"the server is busy: {full}; retry later",
+                    kind="server_busy",
+                    headers={"Retry-After": str(RETRY_AFTER_SECONDS)},
+                )
+            except ConnectionAbortedError:
+                return Response(status_code=499)
+
+        return endpoint
+
+    async def health(request: Request) -> Response:
+        waiting = {
+            name: batcher.waiting_rows
+            for name, batcher in (("text", text_batcher), ("audio", audio_batcher))
+            if batcher is not None
+        }
+        return JSONResponse(
+            {
+                "status": "ok",
+                "speller": text_batcher is not None,
+                "transcriber": audio_batcher is not None,
+                "waiting_rows": waiting,
+            }
+        )
+
+    async def languages(request: Request) -> Response:
+        if text_batcher is None:
+            raise RequestError(404, "this server runs no speller")
+        return JSONResponse(list(languagetool.LANGUAGES))
+
+    async def check(request: Request) -> Response:
+        if text_batcher is None:
+            raise RequestError(404, "this server runs no speller")
+        form = await text_form(request, limits.max_body_bytes)
+        language = languagetool.check_language(form.get("language"))
+        text = languagetool.text_of(form)
+        if len(text) > limits.max_text_characters:
+            raise RequestError(
+                413, f"the text has {len(text)} characters, over the limit of {limits.max_text_characters}"
+            )
+        lines = languagetool.lines_with_offsets(text)
+        prose = [line for _, line in lines if line.strip()]
+        corrected = iter(await until_done_or_gone(request, text_batcher.submit(prose)))
+        corrected_lines = [next(corrected) if line.strip() else line for _, line in lines]
+        return JSONResponse(languagetool.check_response(text, corrected_lines, language, services.version))
+
+    async def transcriptions(request: Request) -> Response:
+        if audio_batcher is None:
+            raise RequestError(404, "this server runs no transcriber")
+        body = await read_body(request, limits.max_body_bytes)
+        form = await multipart_form(request, body)
+        upload = form.get("file")
+        if upload is None or isinstance(upload, str):
+            raise RequestError(400, "missing the 'file' field: the audio, as multipart/form-data")
+        try:
+            data = await upload.read()
+            transcription = TranscriptionRequest.of(form, services.model_name)
+            with tempfile.TemporaryDirectory(prefix="seq2spec-serve-") as folder:
+                path = Path(folder) / _safe_name(upload.filename)
+                path.write_bytes(data)
+                duration = transcription.check_audio(path, limits.max_audio_seconds)
+                work = audio_batcher.submit([str(path)], transcription.options)
+                record = (await until_done_or_gone(request, work))[0]
+        finally:
+            await form.close()
+        if "error" in record:
+            raise RequestError(400, record["error"])
+        return transcription_response(record, transcription, duration)
+
+    routes = [
+        Route("/health", health, methods=["GET"]),
+        Route("/v2/languages", guarded(languages), methods=["GET"]),
+        Route("/v2/check", guarded(check), methods=["POST"]),
+        Route("/v1/audio/transcriptions", guarded(transcriptions), methods=["POST"]),
+    ]
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette):
+        yield
+        for batcher in (text_batcher, audio_batcher):  # the jobs already queued are decoded first
+            if batcher is not None:
+                await asyncio.to_thread(batcher.close)
+
+    app = Starlette(routes=routes, lifespan=lifespan)
+    app.state.batchers = {"text": text_batcher, "audio": audio_batcher}
+    return app
+
+
+async def text_form(request: Request, limit: int) -> dict[str, str]:
+    """A LanguageTool request's fields: URL-encoded (strict UTF-8), multipart, or the query string."""
+    body = await read_body(request, limit)
+    kind = request.headers.get("content-type", "").split(";")[0].strip().lower()
+    if kind == "multipart/form-data":
+        form = await multipart_form(request, body)
+        return {key: value for key, value in form.items() if isinstance(value, str)}
+    fields = dict(request.query_params)
+    if body:
+        try:
+            text = body.decode("ascii")  # percent-encoded; raw bytes past ASCII are not URL encoding
+            parsed = urllib.parse.parse_qs(
+                text, keep_blank_values=True, strict_parsing=False, encoding="utf-8", errors="strict"
+            )
+        except UnicodeDecodeError as bad:
+            raise RequestError(
+                400, f"the form is not valid UTF-8 URL encoding ({bad.reason} at byte {bad.start})"
+            ) from None
+        fields.update({key: values[-1] for key, values in parsed.items()})
+    return fields
+
+
+async def multipart_form(request: Request, body: bytes):
+    """``body`` parsed as the request's multipart form (its files spooled to disk past 1 MB)."""
+    from starlette.datastructures import Headers
+    from starlette.formparsers import MultiPartException, MultiPartParser
+
+    async def once():
+        yield body
+
+    kind = request.headers.get("content-type", "")
+    if not kind.lower().startswith("multipart/form-data"):
+        raise RequestError(400, f"expected multipart/form-data, got {kind or 'no content type'}")
+    try:
+        return await MultiPartParser(Headers(scope=request.scope), once(), max_part_size=len(body) + 1).parse()
+    except MultiPartException as bad:
+        raise RequestError(400, f"the multipart form cannot be read: {bad.message}") from None
+
+
+def _safe_name(filename: str | None) -> str:
+    """The upload's own name without its folders (its extension tells the audio reader the container)."""
+    name = os.path.basename(filename or "") or "audio"
+    return "".join(character if character.isalnum() or character in "._-" else "_" for character in name)[-120:]

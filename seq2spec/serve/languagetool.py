@@ -1,0 +1,184 @@
+"""LanguageTool's HTTP API (``/v2/check``, ``/v2/languages``) over the speller's corrections.
+
+Editor plug-ins, browser extensions and ``language-tool-python`` send text and receive *matches*: a span of the text
+(offset and length in UTF-16 code units, as LanguageTool's Java server counts them), the replacements, a message and
+the rule. The speller corrects a line at a time and returns the line rewritten; here each line's changes are found
+by aligning its words with the corrected line's, and each changed run becomes one match whose first replacement
+turns the text into exactly the speller's output.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from dataclasses import dataclass
+from typing import Any
+
+LANGUAGES = (  # what the English speller checks: LanguageTool's codes for English
+    {"name": "English", "code": "en", "longCode": "en"},
+    {"name": "English (US)", "code": "en", "longCode": "en-US"},
+    {"name": "English (GB)", "code": "en", "longCode": "en-GB"},
+    {"name": "English (Australian)", "code": "en", "longCode": "en-AU"},
+    {"name": "English (Canadian)", "code": "en", "longCode": "en-CA"},
+    {"name": "English (New Zealand)", "code": "en", "longCode": "en-NZ"},
+    {"name": "English (South African)", "code": "en", "longCode": "en-ZA"},
+)
+ACCEPTED_LANGUAGES = frozenset({"auto"} | {entry["longCode"].lower() for entry in LANGUAGES})
+CONTEXT_CHARACTERS = 40  # of text either side of a match in its context, as LanguageTool gives
+RULE = {
+    "id": "SEQ2SPEC_SPELLER",
+    "description": "Spelling and typing errors (seq2spec speller)",
+    "issueType": "misspelling",
+    "category": {"id": "TYPOS", "name": "Possible Typo"},
+}
+_TOKENS = re.compile(r"\w+|\s+|[^\w\s]", re.UNICODE)
+_LINES = re.compile(r"[^\r\n]*(?:\r\n|\r|\n|$)")
+
+
+class RequestError(ValueError):
+    """A request the API refuses: ``status`` and a message naming the problem."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+def check_language(language: str | None) -> str:
+    """The request's language, one this server checks; ``RequestError`` (400) naming it otherwise."""
+    if not language:
+        raise RequestError(400, "missing the 'language' parameter (for example en-US, or auto)")
+    if language.lower() not in ACCEPTED_LANGUAGES:
+        codes = ", ".join(sorted({entry["longCode"] for entry in LANGUAGES} | {"auto"}))
+        raise RequestError(400, f"language {language!r} is not checked here (the speller is English): use {codes}")
+    return language
+
+
+def text_of(form: dict[str, Any]) -> str:
+    """The text to check: ``text``, or the text parts of ``data``'s annotation (markup is left as it is)."""
+    import json
+
+    if form.get("text") is not None:
+        return str(form["text"])
+    if form.get("data") is None:
+        raise RequestError(400, "missing the 'text' or 'data' parameter")
+    try:
+        annotation = json.loads(form["data"])["annotation"]
+        return "".join(part.get("text", part.get("markup", "")) for part in annotation)
+    except (ValueError, KeyError, TypeError, AttributeError) as error:
+        raise RequestError(400, f"'data' is not LanguageTool's annotation JSON ({error})") from None
+
+
+def lines_with_offsets(text: str) -> list[tuple[int, str]]:
+    """Each line of ``text`` without its line break, with where it starts (code points)."""
+    lines, at = [], 0
+    for match in _LINES.finditer(text):
+        whole = match.group(0)
+        if not whole and match.start() == len(text) and lines:
+            break
+        line = whole.rstrip("\r\n")
+        lines.append((at, line))
+        at += len(whole)
+        if at >= len(text):
+            break
+    return lines
+
+
+@dataclass(frozen=True)
+class Change:
+    """One changed run of a line: ``start:end`` (code points in the whole text) becomes ``replacement``."""
+
+    start: int
+    end: int
+    replacement: str
+
+
+def changes(line: str, corrected: str, offset: int = 0) -> list[Change]:
+    """The runs of ``line`` the speller changed, aligned word by word; applying them all gives ``corrected``. A
+    change at a word's edge that only inserts (a comma) takes the word before it in, so no match is empty."""
+    before, after = _TOKENS.findall(line), _TOKENS.findall(corrected)
+    starts = [0]
+    for token in before:
+        starts.append(starts[-1] + len(token))
+    found = []
+    for tag, a1, a2, b1, b2 in difflib.SequenceMatcher(None, before, after, autojunk=False).get_opcodes():
+        if tag == "equal":
+            continue
+        replacement = "".join(after[b1:b2])
+        if a1 == a2:  # an insertion: the token before it (or after it, at the start) is its span
+            if a1 > 0:
+                a1, replacement = a1 - 1, before[a1 - 1] + replacement
+            elif a2 < len(before):
+                a2, replacement = a2 + 1, replacement + before[a2]
+        found.append(Change(offset + starts[a1], offset + starts[a2], replacement))
+    return _merged(found)
+
+
+def _merged(found: list[Change]) -> list[Change]:
+    """Changes that touch or overlap joined into one (an insertion widened onto a changed word)."""
+    merged: list[Change] = []
+    for change in found:
+        if merged and change.start < merged[-1].end:
+            last = merged[-1]
+            tail = change.replacement[last.end - change.start :] if change.end > last.end else ""
+            merged[-1] = Change(last.start, max(last.end, change.end), last.replacement + tail)
+        else:
+            merged.append(change)
+    return merged
+
+
+def utf16_offsets(text: str) -> list[int]:
+    """For each code point position of ``text`` (and its end), the position in UTF-16 code units."""
+    positions, at = [0], 0
+    for character in text:
+        at += 2 if ord(character) > 0xFFFF else 1
+        positions.append(at)
+    return positions
+
+
+def match_json(text: str, change: Change, utf16: list[int], sentence: str) -> dict[str, Any]:
+    """LanguageTool's JSON for one change (offsets and lengths in UTF-16 units)."""
+    left = max(0, change.start - CONTEXT_CHARACTERS)
+    right = min(len(text), change.end + CONTEXT_CHARACTERS)
+    context = text[left:right]
+    original = text[change.start : change.end]
+    return {
+        "message": f"Possible spelling mistake: {original!r} -> {change.replacement!r}",
+        "shortMessage": "Spelling mistake",
+        "replacements": [{"value": change.replacement}],
+        "offset": utf16[change.start],
+        "length": utf16[change.end] - utf16[change.start],
+        "context": {
+            "text": context,
+            "offset": utf16[change.start] - utf16[left],
+            "length": utf16[change.end] - utf16[change.start],
+        },
+        "sentence": sentence,
+        "type": {"typeName": "Other"},
+        "rule": RULE,
+        "ignoreForIncompleteSentence": False,
+        "contextForSureMatch": 0,
+    }
+
+
+def check_response(text: str, corrected_lines: list[str], language: str, version: str) -> dict[str, Any]:
+    """``/v2/check``'s answer: the matches that turn ``text`` into the corrected lines."""
+    utf16 = utf16_offsets(text)
+    matches = []
+    for (start, line), corrected in zip(lines_with_offsets(text), corrected_lines, strict=True):
+        for change in changes(line, corrected, start):
+            matches.append(match_json(text, change, utf16, line))
+    detected = {"name": "English", "code": "en-US", "confidence": 1.0, "source": "seq2spec"}
+    name = next((entry["name"] for entry in LANGUAGES if entry["longCode"].lower() == language.lower()), "English")
+    return {
+        "software": {
+            "name": "seq2spec",
+            "version": version,
+            "buildDate": None,
+            "apiVersion": 1,
+            "premium": False,
+            "status": "",
+        },
+        "warnings": {"incompleteResults": False},
+        "language": {"name": name, "code": language if language != "auto" else "en-US", "detectedLanguage": detected},
+        "matches": matches,
+    }

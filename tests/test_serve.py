@@ -1,0 +1,414 @@
+"""``seq2spec serve`` with the clients people use: language-tool-python against /v2/check, the openai SDK against
+/v1/audio/transcriptions; answers equal to what the commands give, concurrent requests decoded together, bad
+inputs refused with a JSON error while the server stays up."""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import socket
+import threading
+import time
+from pathlib import Path
+
+import pytest
+import requests
+import soundfile
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from seq2spec import Seq2SeqSpeculator
+from seq2spec.commands.transcribe import records_one_by_one_on_failure, render
+from seq2spec.serve.app import Limits, Services, build_app
+from seq2spec.serve.batching import Batcher, QueueFull
+from seq2spec.serve.languagetool import changes, lines_with_offsets, utf16_offsets
+from seq2spec.serve.transcriptions import transcriber
+from seq2spec.whisper.transcription import WhisperDecoding
+
+uvicorn = pytest.importorskip("uvicorn")
+language_tool_python = pytest.importorskip("language_tool_python")
+openai = pytest.importorskip("openai")
+
+SAMPLES = Path(__file__).resolve().parents[1] / "recipes" / "data" / "asr_samples"
+LINES = [
+    "Thsi is a tset.",
+    "She recieved a leter from her freind.",
+    "I went hom 😀 early, becuase it was late.",
+    "The café’s “menu” — MAX_RETRIES=5, mail a@b.org, 3.5kg.",
+    "",
+    "Teh quick brown fox jumsp over the lazy dog.",
+]
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+class Running:
+    """A server on a free port in a thread of this process."""
+
+    def __init__(self, services: Services) -> None:
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.app = build_app(services)
+        config = uvicorn.Config(self.app, host="127.0.0.1", port=self.port, log_level="error")
+        self.server = uvicorn.Server(config)
+        self.thread = threading.Thread(target=self.server.run, daemon=True)
+        self.thread.start()
+        deadline = time.monotonic() + 30
+        while not self.server.started:
+            assert time.monotonic() < deadline, "the server did not start"
+            time.sleep(0.05)
+
+    def stop(self) -> None:
+        self.server.should_exit = True
+        self.thread.join(timeout=30)
+
+    def alive(self) -> bool:
+        return requests.get(f"{self.url}/health", timeout=10).json()["status"] == "ok"
+
+
+@pytest.fixture(scope="module")
+def speller() -> Seq2SeqSpeculator:
+    return Seq2SeqSpeculator()  # the shipped speller
+
+
+@pytest.fixture(scope="module")
+def whisper(toy_whisper_dirs) -> Seq2SeqSpeculator:
+    return Seq2SeqSpeculator(str(toy_whisper_dirs[0]), str(toy_whisper_dirs[1]))
+
+
+@pytest.fixture(scope="module")
+def server(speller, whisper):
+    services = Services(
+        correct=lambda lines: speller.correct(lines, truncate=True),
+        transcribe=transcriber(whisper, "batched", 4),
+        limits=Limits(max_body_bytes=2 * 2**20, max_text_characters=5_000, max_audio_seconds=600),
+    )
+    running = Running(services)
+    yield running
+    running.stop()
+
+
+# ----------------------------------------------------------------------------- LanguageTool
+
+
+def test_language_tool_python_gets_the_speller_s_corrections(server, speller):
+    tool = language_tool_python.LanguageTool("en-US", remote_server=server.url)
+    text = "\n".join(LINES) + "\n"
+    expected = "\n".join(speller.correct([line])[0] if line.strip() else line for line in LINES) + "\n"
+    matches = tool.check(text)
+    assert matches and all(match.rule_id == "SEQ2SPEC_SPELLER" for match in matches)
+    assert language_tool_python.utils.correct(text, matches) == expected  # offsets right past the emoji too
+    assert "This is a test." in expected and "😀" in expected
+
+
+def test_concurrent_checks_are_decoded_together_each_as_alone(server, speller):
+    batcher = server.app.state.batchers["text"]
+    before = batcher.stats.batches, batcher.stats.jobs
+    texts = [f"{line} Numbr {index}." for index, line in enumerate(LINES * 4) if line and "😀" not in line]
+
+    def check(text: str) -> dict:
+        answer = requests.post(f"{server.url}/v2/check", data={"language": "en-US", "text": text}, timeout=300)
+        assert answer.status_code == 200, answer.text
+        return answer.json()
+
+    with concurrent.futures.ThreadPoolExecutor(16) as pool:
+        answers = list(pool.map(check, texts))
+    for text, answer in zip(texts, answers, strict=True):
+        fixed = text
+        for match in sorted(answer["matches"], key=lambda m: -m["offset"]):  # no astral characters in these
+            start, end = match["offset"], match["offset"] + match["length"]
+            fixed = fixed[:start] + match["replacements"][0]["value"] + fixed[end:]
+        assert fixed == speller.correct([text])[0]
+    batches, jobs = batcher.stats.batches - before[0], batcher.stats.jobs - before[1]
+    assert jobs == len(texts) and batches < jobs  # requests shared batches
+
+
+@pytest.mark.parametrize(
+    ("data", "status", "named"),
+    [
+        ({"text": "Thsi is it."}, 400, "language"),
+        ({"language": "de-DE", "text": "Ein Tset."}, 400, "de-DE"),
+        ({"language": "en-US"}, 400, "'text' or 'data'"),
+        ({"language": "en-US", "txt": "Thsi"}, 400, "'text' or 'data'"),
+        ({"language": "en-US", "text": "word " * 1_200}, 413, "5000"),
+        ({"language": "en-US", "data": "{not json"}, 400, "annotation"),
+    ],
+)
+def test_bad_checks_get_a_json_error_and_the_server_stays_up(server, data, status, named):
+    answer = requests.post(f"{server.url}/v2/check", data=data, timeout=60)
+    assert answer.status_code == status and named in answer.json()["error"]["message"]
+    assert server.alive()
+
+
+def test_invalid_utf8_is_refused(server):
+    answer = requests.post(
+        f"{server.url}/v2/check",
+        data=b"language=en-US&text=caf%C3%28",
+        headers={"Content-Type": "application/x-www-form-urlencoded"},
+        timeout=60,
+    )
+    assert answer.status_code == 400 and "UTF-8" in answer.json()["error"]["message"]
+    assert server.alive()
+
+
+# ----------------------------------------------------------------------------- OpenAI transcriptions
+
+
+def command_record(whisper, path: Path, **options) -> dict:
+    """What ``seq2spec transcribe --long-form batched`` records for the file."""
+    return records_one_by_one_on_failure(
+        whisper,
+        [path],
+        language=None,
+        task="transcribe",
+        decoding=WhisperDecoding(),
+        long_form="batched",
+        piece_batch_size=4,
+        **options,
+    )[0]
+
+
+def test_the_openai_sdk_gets_the_command_s_transcripts(server, whisper, tmp_path):
+    path = tmp_path / "clip.wav"
+    path.write_bytes((SAMPLES / "clip00_flite_slt.wav").read_bytes())
+    client = openai.OpenAI(base_url=f"{server.url}/v1", api_key="unused")
+    plain = command_record(whisper, path, timestamps=False, words=False)
+    timed = command_record(whisper, path, timestamps=True, words=True)
+    assert plain["text"].strip()
+    with path.open("rb") as audio:
+        assert client.audio.transcriptions.create(model="whisper-1", file=audio).text == plain["text"].strip()
+    with path.open("rb") as audio:
+        text = client.audio.transcriptions.create(model="whisper-1", file=audio, response_format="text")
+    assert text.strip() == plain["text"].strip()
+    with path.open("rb") as audio:
+        srt = client.audio.transcriptions.create(model="whisper-1", file=audio, response_format="srt")
+    assert srt == render(command_record(whisper, path, timestamps=True, words=False), "srt")
+    with path.open("rb") as audio:
+        verbose = client.audio.transcriptions.create(
+            model="whisper-1", file=audio, response_format="verbose_json", timestamp_granularities=["word", "segment"]
+        )
+    assert [word.word for word in verbose.words] == [word["word"].strip() for word in timed["words"]]
+    assert [word.start for word in verbose.words] == [word["start"] for word in timed["words"]]
+    assert abs(verbose.duration - soundfile.info(path).duration) < 0.01
+
+
+def test_concurrent_transcriptions_share_batches(server, whisper, tmp_path):
+    paths = sorted(SAMPLES.glob("clip*.wav"))[:8]
+    batcher = server.app.state.batchers["audio"]
+    before = batcher.stats.batches, batcher.stats.jobs
+
+    def post(path: Path) -> str:
+        with path.open("rb") as audio:
+            answer = requests.post(
+                f"{server.url}/v1/audio/transcriptions",
+                files={"file": (path.name, audio)},
+                data={"model": "whisper-1"},
+                timeout=300,
+            )
+        assert answer.status_code == 200, answer.text
+        return answer.json()["text"]
+
+    with concurrent.futures.ThreadPoolExecutor(8) as pool:
+        texts = list(pool.map(post, paths))
+    assert texts == [command_record(whisper, path, timestamps=False, words=False)["text"].strip() for path in paths]
+    assert batcher.stats.jobs - before[1] == len(paths) and batcher.stats.batches - before[0] < len(paths)
+
+
+@pytest.mark.parametrize(
+    ("name", "content", "fields", "named"),
+    [
+        ("notes.wav", b"this is text, not audio\n", {"model": "whisper-1"}, "cannot be read as audio"),
+        ("empty.wav", b"", {"model": "whisper-1"}, "empty"),
+        ("cut.wav", None, {"model": "whisper-1"}, "cannot be read as audio"),
+        ("clip.wav", "clip", {}, "'model'"),
+        ("clip.wav", "clip", {"model": "whisper-1", "response_format": "xml"}, "response_format"),
+        ("clip.wav", "clip", {"model": "whisper-1", "langauge": "en"}, "langauge"),
+        ("clip.wav", "clip", {"model": "whisper-1", "temperature": "hot"}, "temperature"),
+    ],
+)
+def test_bad_uploads_get_a_json_error_and_the_server_stays_up(server, name, content, fields, named):
+    clip = (SAMPLES / "clip00_flite_slt.wav").read_bytes()
+    content = clip if content == "clip" else clip[:30] if content is None else content
+    answer = requests.post(
+        f"{server.url}/v1/audio/transcriptions", files={"file": (name, content)}, data=fields, timeout=120
+    )
+    assert answer.status_code == 400, answer.text
+    assert named in answer.json()["error"]["message"]
+    assert server.alive()
+
+
+def test_no_file_and_too_large_bodies_are_refused(server):
+    answer = requests.post(f"{server.url}/v1/audio/transcriptions", data={"model": "whisper-1"}, timeout=60)
+    assert answer.status_code == 400
+    big = b"\0" * (3 * 2**20)
+    answer = requests.post(
+        f"{server.url}/v1/audio/transcriptions",
+        files={"file": ("big.wav", big)},
+        data={"model": "whisper-1"},
+        timeout=60,
+    )
+    assert answer.status_code == 413 and str(2 * 2**20) in answer.json()["error"]["message"]
+    assert server.alive()
+
+
+# ----------------------------------------------------------------------------- access, queue, protocol pieces
+
+
+def test_an_api_key_is_required_where_one_is_set(speller):
+    running = Running(Services(correct=lambda lines: speller.correct(lines), transcribe=None, api_key="secret"))
+    try:
+        url = f"{running.url}/v2/check"
+        data = {"language": "en-US", "text": "Thsi"}
+        refused = requests.post(url, data=data, timeout=60)
+        assert refused.status_code == 401 and "API key" in refused.json()["error"]["message"]
+        allowed = requests.post(url, data=data, headers={"Authorization": "Bearer secret"}, timeout=60)
+        assert allowed.status_code == 200
+        assert requests.get(f"{running.url}/health", timeout=10).status_code == 200  # health needs no key
+    finally:
+        running.stop()
+
+
+def test_a_non_local_address_needs_a_key_or_no_auth():
+    from seq2spec.commands.main import build_parser
+    from seq2spec.commands.serve import check_access
+
+    parse = build_parser().parse_args
+    with pytest.raises(ValueError, match="--api-key"):
+        check_access(parse(["serve", "--host", "0.0.0.0"]))
+    assert check_access(parse(["serve", "--host", "0.0.0.0", "--api-key", "k"])) == "k"
+    assert check_access(parse(["serve", "--host", "0.0.0.0", "--no-auth"])) is None
+    assert check_access(parse(["serve"])) is None
+
+
+def test_a_full_queue_answers_503_with_retry_after():
+    release = threading.Event()
+
+    def slow(lines):
+        release.wait(30)
+        return lines
+
+    running = Running(Services(correct=slow, transcribe=None, limits=Limits(max_waiting_rows=2)))
+    try:
+        url = f"{running.url}/v2/check"
+        with concurrent.futures.ThreadPoolExecutor(4) as pool:
+            first = pool.submit(requests.post, url, data={"language": "en-US", "text": "a\nb"}, timeout=60)
+            time.sleep(0.5)  # the first request's two rows are being decoded
+            waiting = pool.submit(requests.post, url, data={"language": "en-US", "text": "c\nd"}, timeout=60)
+            time.sleep(0.5)  # two more wait: the queue is full
+            refused = requests.post(url, data={"language": "en-US", "text": "e"}, timeout=60)
+            assert refused.status_code == 503 and refused.headers["Retry-After"] == "1"
+            release.set()
+            assert first.result().status_code == 200 and waiting.result().status_code == 200
+    finally:
+        release.set()
+        running.stop()
+
+
+def test_a_job_whose_client_left_before_its_batch_is_dropped():
+    started, release, seen = threading.Event(), threading.Event(), []
+
+    def decode(rows, options):
+        seen.append(list(rows))
+        started.set()
+        release.wait(10)
+        return rows
+
+    batcher = Batcher(decode, max_rows=8, gather_seconds=0.0)
+
+    async def scenario():
+        first = asyncio.ensure_future(batcher.submit(["a"]))
+        await asyncio.to_thread(started.wait, 10)
+        gone = asyncio.ensure_future(batcher.submit(["b"]))
+        kept = asyncio.ensure_future(batcher.submit(["c"]))
+        await asyncio.sleep(0.05)
+        gone.cancel()
+        release.set()
+        return await first, await kept
+
+    assert asyncio.run(scenario()) == (["a"], ["c"])
+    batcher.close()
+    assert seen == [["a"], ["c"]] and batcher.stats.dropped == 1
+
+
+def test_jobs_with_other_options_wait_for_their_own_batch():
+    seen = []
+    batcher = Batcher(lambda rows, options: seen.append((options, list(rows))) or rows, gather_seconds=0.2)
+
+    async def scenario():
+        return await asyncio.gather(batcher.submit([1], "x"), batcher.submit([2], "y"), batcher.submit([3], "x"))
+
+    assert asyncio.run(scenario()) == [[1], [2], [3]]
+    batcher.close()
+    assert sorted(seen) == [("x", [1, 3]), ("y", [2])]
+    with pytest.raises(QueueFull):
+        full = Batcher(lambda rows, options: rows, max_waiting_rows=1)
+        asyncio.run(full.submit([1, 2]))
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text(max_size=30), st.text(max_size=30))
+def test_the_changes_turn_a_line_into_its_correction(line, corrected):
+    line, corrected = line.replace("\n", " ").replace("\r", " "), corrected.replace("\n", " ").replace("\r", " ")
+    fixed = line
+    for change in reversed(changes(line, corrected)):
+        assert 0 <= change.start <= change.end <= len(line)
+        fixed = fixed[: change.start] + change.replacement + fixed[change.end :]
+    assert fixed == corrected
+
+
+def test_offsets_count_utf16_units_and_lines_keep_their_starts():
+    assert utf16_offsets("a😀b") == [0, 1, 3, 4]
+    assert lines_with_offsets("ab\r\ncd\ref\n") == [(0, "ab"), (4, "cd"), (7, "ef")]
+
+
+def test_the_readme_clients_example_runs_as_printed(server, speller, tmp_path, monkeypatch, capsys):
+    import re
+
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    block = re.search(r"<!-- serve-example -->\n```python\n(.*?)```", readme, re.S)
+    assert block, "README.md lost its serve example"
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "talk.wav").write_bytes((SAMPLES / "clip00_flite_slt.wav").read_bytes())
+    exec(compile(block.group(1).replace("http://127.0.0.1:8080", server.url), "README serve example", "exec"), {})
+    printed = capsys.readouterr().out.splitlines()
+    assert printed[0] == speller.correct(["Thsi is a tset."])[0] == "This is a test."
+    assert printed[1] == "1" and " --> " in printed[2]
+
+
+def test_sigterm_answers_the_request_in_flight_then_stops(tmp_path):
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    port = free_port()
+    command = [sys.executable, "-m", "seq2spec", "serve", "--port", str(port), "--no-transcriber", "--threads", "1"]
+    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 300
+        while True:
+            assert process.poll() is None and time.monotonic() < deadline, process.stderr.read()
+            try:
+                requests.get(f"{url}/health", timeout=2)
+                break
+            except requests.ConnectionError:
+                time.sleep(0.2)
+        text = "\n".join(f"Thsi is lien numbr {index} of a long lettr." for index in range(200))
+        with concurrent.futures.ThreadPoolExecutor(1) as pool:
+            answer = pool.submit(
+                requests.post, f"{url}/v2/check", data={"language": "en-US", "text": text}, timeout=600
+            )
+            time.sleep(1.0)  # the request is in
+            os.kill(process.pid, signal.SIGTERM)
+            assert answer.result().status_code == 200 and len(answer.result().json()["matches"]) >= 200
+        assert process.wait(timeout=120) == 143  # stopped by SIGTERM, as the other commands report it
+        with pytest.raises(requests.ConnectionError):
+            requests.get(f"{url}/health", timeout=2)
+    finally:
+        if process.poll() is None:
+            process.kill()

@@ -26,6 +26,7 @@ LAYERS = (
     ("seq2spec.spelling", "seq2spec.whisper"),
     ("seq2spec.arguments", "seq2spec.pairing", "seq2spec.default_models"),
     ("seq2spec.speculator",),
+    ("seq2spec.serve",),
     ("seq2spec.commands",),
     ("seq2spec.__main__",),
 )

@@ -22,9 +22,9 @@ from fault_tools import Launcher
 from synthetic_audio import tone
 
 from seq2spec import Seq2SeqSpeculator
-from seq2spec.commands import transcribe as transcribe_command
 from seq2spec.commands.main import main
 from seq2spec.commands.stopping import Terminated, sigterm_as_interrupt, stops_deferred
+from seq2spec.whisper import records as transcript_records
 from seq2spec.whisper.audio import AudioFile, duration_seconds, load_audio
 from seq2spec.whisper.audio_types import AudioError
 
@@ -104,14 +104,14 @@ def test_a_batch_that_fails_is_decoded_file_by_file(toy_whisper_dirs, tmp_path, 
     folder.mkdir()
     for index in range(5):
         soundfile.write(folder / f"clip{index}.wav", tone(1.0 + index / 4, 16000, 1, index), 16000)
-    real = transcribe_command.transcribe_records
+    real = transcript_records.transcribe_records
 
     def fails_with_clip2(speculator, paths, **options):
         if any(path.name == "clip2.wav" for path in paths):
             raise RuntimeError("a decoding fault on clip2")
         return real(speculator, paths, **options)
 
-    monkeypatch.setattr(transcribe_command, "transcribe_records", fails_with_clip2)
+    monkeypatch.setattr(transcript_records, "transcribe_records", fails_with_clip2)
     out = tmp_path / "results.jsonl"
     argv = ["transcribe", str(folder), "--out", str(out), "--model", str(toy_whisper_dirs[0]), "--language", "en"]
     assert main([*argv, "--batch-size", "5"]) == 1
@@ -120,7 +120,7 @@ def test_a_batch_that_fails_is_decoded_file_by_file(toy_whisper_dirs, tmp_path, 
     )
     records = {name: found[0] for name, found in records_by_name(out).items()}
     assert records["clip2.wav"]["error"] == "decoding failed (RuntimeError: a decoding fault on clip2)"
-    monkeypatch.setattr(transcribe_command, "transcribe_records", real)
+    monkeypatch.setattr(transcript_records, "transcribe_records", real)
     alone = tmp_path / "alone.jsonl"
     assert main([*argv, "--out", str(alone), "--batch-size", "1"]) == 0
     expected = {name: found[0] for name, found in records_by_name(alone).items()}

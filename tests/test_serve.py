@@ -18,11 +18,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from seq2spec import Seq2SeqSpeculator
-from seq2spec.commands.transcribe import records_one_by_one_on_failure, render
 from seq2spec.serve.app import Limits, Services, build_app
 from seq2spec.serve.batching import Batcher, QueueFull
 from seq2spec.serve.languagetool import changes, lines_with_offsets, utf16_offsets
 from seq2spec.serve.transcriptions import transcriber
+from seq2spec.whisper.records import records_one_by_one_on_failure, render
 from seq2spec.whisper.transcription import WhisperDecoding
 
 uvicorn = pytest.importorskip("uvicorn")

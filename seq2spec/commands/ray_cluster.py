@@ -142,7 +142,8 @@ class TranscribeActor:
         self.speculator = load_speculator(self.args)
 
     def __call__(self, batch: dict):
-        from seq2spec.commands.transcribe import decoding_of, records_one_by_one_on_failure
+        from seq2spec.commands.transcribe import decoding_of
+        from seq2spec.whisper.records import records_one_by_one_on_failure
 
         paths = [Path(name) for name in batch["file"]]
         args = self.args

@@ -45,6 +45,7 @@ def check_access(args: argparse.Namespace) -> str | None:
 def build_services(args: argparse.Namespace):
     """The models the server decodes with, loaded as ``seq2spec correct`` and ``seq2spec transcribe`` load them."""
     from seq2spec import Seq2SeqSpeculator
+    from seq2spec.commands.correct import one_line
     from seq2spec.commands.transcribe import load_speculator
     from seq2spec.serve.app import Limits, Services
     from seq2spec.serve.transcriptions import transcriber
@@ -54,7 +55,7 @@ def build_services(args: argparse.Namespace):
         speller = Seq2SeqSpeculator(args.speller, device=args.device, dtype=torch_dtype(args.dtype))
 
         def correct(lines: list[str]) -> list[str]:
-            return [line.replace("\r", " ").replace("\n", " ") for line in speller.correct(lines, truncate=True)]
+            return [one_line(line) for line in speller.correct(lines, truncate=True)]  # as seq2spec correct writes
 
     if not args.no_transcriber:
         transcribe = transcriber(load_speculator(args), args.long_form, args.batch_size)
@@ -79,10 +80,16 @@ def build_services(args: argparse.Namespace):
 
 
 def run(args: argparse.Namespace) -> int:
-    import uvicorn
+    try:
+        import uvicorn
 
-    from seq2spec.serve.app import build_app
-
+        from seq2spec.serve.app import build_app
+    except ImportError as missing:
+        print(
+            f'seq2spec serve: {missing.name} is missing: pip install -e ".[serve]" (or seq2spec[serve])',
+            file=sys.stderr,
+        )
+        return 2
     apply_process_settings(args)
     try:
         check_access(args)

@@ -35,9 +35,10 @@ from seq2spec.commands.outputs import (
     write_file_atomically,
 )
 from seq2spec.commands.stopping import exit_status, stops_deferred
-from seq2spec.whisper.audio import AudioError, AudioFile, duration_seconds, find_audio
+from seq2spec.whisper.audio import duration_seconds, find_audio
 from seq2spec.whisper.progress import AudioProgress
-from seq2spec.whisper.speech import LONG_FORMS, clip_speech, load_detector
+from seq2spec.whisper.records import records_one_by_one_on_failure, render
+from seq2spec.whisper.speech import LONG_FORMS, load_detector
 
 
 def same_file(path: str | Path) -> str:
@@ -103,105 +104,6 @@ def side_file(folder: Path, audio: Path, root: Path, fmt: str) -> Path:
 def common_root(files: list[Path]) -> Path:
     parents = [str(path.resolve().parent) for path in files]
     return Path(os.path.commonpath(parents)) if parents else Path.cwd()
-
-
-def _timestamp(seconds: float, separator: str) -> str:
-    millis = int(round(seconds * 1000))
-    hours, rest = divmod(millis, 3_600_000)
-    minutes, rest = divmod(rest, 60_000)
-    return f"{hours:02d}:{minutes:02d}:{rest // 1000:02d}{separator}{rest % 1000:03d}"
-
-
-def render(record: dict[str, Any], fmt: str) -> str:
-    """A transcript record as plain text, SubRip or WebVTT (one cue per word when the record has words)."""
-    if fmt == "txt":
-        return record["text"] + "\n"
-    whole = [{"start": 0.0, "end": record.get("duration", 0.0), "text": record["text"]}] if record["text"] else []
-    segments = record.get("segments") or whole  # nothing said (silence, noise): no cue
-    if record.get("words"):
-        segments = [{"start": w["start"], "end": w["end"], "text": w["word"]} for w in record["words"]]
-    separator = "," if fmt == "srt" else "."
-    blocks = []
-    for number, segment in enumerate(segments, start=1):
-        start = segment["start"] or 0.0
-        end = segment["end"] if segment["end"] is not None else record.get("duration", start)
-        timing = f"{_timestamp(start, separator)} --> {_timestamp(end, separator)}"
-        blocks.append(f"{number}\n{timing}\n{segment['text']}\n" if fmt == "srt" else f"{timing}\n{segment['text']}\n")
-    return ("WEBVTT\n\n" if fmt == "vtt" else "") + "\n".join(blocks)
-
-
-def transcribe_records(
-    speculator,
-    paths: list[Path],
-    *,
-    language: str | None,
-    task: str,
-    timestamps: bool,
-    on_progress=None,
-    decoding=None,
-    words: bool = False,
-    long_form: str = "sequential",
-    piece_batch_size: int = 16,
-    vad: bool = False,
-) -> list[dict[str, Any]]:
-    """One record per file: ``{"file", "duration", "text"[, "segments"]}``, or ``{"file", "error"}`` for a file
-    that cannot be read as audio. Error records come first, then the transcripts in input order. ``on_progress``
-    is called with seconds of audio as they are decoded; ``decoding`` is a ``WhisperDecoding`` (None: greedy);
-    ``words`` adds ``"words"`` with their times; ``long_form="batched"`` decodes the files' speech pieces together
-    in batches of ``piece_batch_size``; ``vad`` cuts out what is not speech before the sequential long form."""
-    records: list[dict[str, Any]] = []
-    clips, names, lengths = [], [], []
-    stretches = long_form == "batched" or vad  # read stretch by stretch where the speech is found
-    for path in paths:
-        try:  # each file read to its end here: one that fails part-way costs its own record only
-            clip = AudioFile(path)
-            if stretches:
-                clip_speech(clip)
-                lengths.append(len(clip))
-            else:
-                lengths.append(clip.read_through())  # block by block; decoded later as it is read again
-            clips.append(clip)
-            names.append(path)
-        except AudioError as error:
-            records.append({"file": str(path), "error": str(error)})
-    if not clips:
-        return records
-    results = speculator.transcribe(
-        clips,
-        language=language,
-        task=task,
-        return_timestamps=timestamps,
-        batch_size=piece_batch_size if long_form == "batched" else len(clips),
-        progress=on_progress or False,
-        decoding=decoding,
-        word_timestamps=words,
-        long_form=long_form,
-        vad=vad,
-    )
-    for path, length, result in zip(names, lengths, results, strict=True):
-        record: dict[str, Any] = {"file": str(path), "duration": round(length / 16_000, 3)}
-        if isinstance(result, dict):
-            record.update(result)
-        else:
-            record["text"] = result
-        records.append(record)
-    return records
-
-
-def records_one_by_one_on_failure(speculator, paths: list[Path], **options: Any) -> list[dict[str, Any]]:
-    """``transcribe_records`` of the batch; if the batch fails, of each file alone, so that one file that cannot be
-    decoded costs only its own record (``{"file", "error"}``) and the rest of the batch is transcribed."""
-    try:
-        return transcribe_records(speculator, paths, **options)
-    except Exception as error:  # noqa: BLE001 - any failure of a batch is retried file by file
-        reason = f"{type(error).__name__}: {error}"
-        if len(paths) == 1:
-            return [{"file": str(paths[0]), "error": f"decoding failed ({reason})"}]
-        print(
-            f"seq2spec transcribe: a batch of {len(paths)} files failed ({reason}); decoding them one by one",
-            file=sys.stderr,
-        )
-        return [record for path in paths for record in records_one_by_one_on_failure(speculator, [path], **options)]
 
 
 def decoding_of(args: argparse.Namespace):

@@ -109,7 +109,7 @@ def _temperature(value: Any) -> float:
 
 def transcription_response(record: dict[str, Any], request: TranscriptionRequest, duration: float) -> Response:
     """The record in the format asked for."""
-    from seq2spec.commands.transcribe import render
+    from seq2spec.whisper.records import render
 
     text = record["text"].strip()
     if request.response_format == "json":
@@ -141,7 +141,7 @@ def transcription_response(record: dict[str, Any], request: TranscriptionRequest
 def transcriber(speculator, long_form: str, batch_size: int):
     """The function the audio batcher calls: ``(paths, DecodeOptions) -> records``, as ``seq2spec transcribe``
     makes them (a batch that fails is decoded file by file)."""
-    from seq2spec.commands.transcribe import records_one_by_one_on_failure
+    from seq2spec.whisper.records import records_one_by_one_on_failure
     from seq2spec.whisper.transcription import WhisperDecoding
 
     def transcribe(paths: list[str], options: DecodeOptions) -> list[dict[str, Any]]:

@@ -285,20 +285,28 @@ def test_a_non_local_address_needs_a_key_or_no_auth():
 
 
 def test_a_full_queue_answers_503_with_retry_after():
-    release = threading.Event()
+    decoding, release = threading.Event(), threading.Event()
 
     def slow(lines):
+        decoding.set()
         release.wait(30)
         return lines
 
     running = Running(Services(correct=slow, transcribe=None, limits=Limits(max_waiting_rows=2)))
+
+    def waiting_rows() -> int:
+        return requests.get(f"{running.url}/health", timeout=10).json()["waiting_rows"]["text"]
+
     try:
         url = f"{running.url}/v2/check"
         with concurrent.futures.ThreadPoolExecutor(4) as pool:
             first = pool.submit(requests.post, url, data={"language": "en-US", "text": "a\nb"}, timeout=60)
-            time.sleep(0.5)  # the first request's two rows are being decoded
+            assert decoding.wait(30)  # the first request's two rows are being decoded
             waiting = pool.submit(requests.post, url, data={"language": "en-US", "text": "c\nd"}, timeout=60)
-            time.sleep(0.5)  # two more wait: the queue is full
+            deadline = time.monotonic() + 30
+            while waiting_rows() < 2:  # two more wait: the queue is full
+                assert time.monotonic() < deadline
+                time.sleep(0.05)
             refused = requests.post(url, data={"language": "en-US", "text": "e"}, timeout=60)
             assert refused.status_code == 503 and refused.headers["Retry-After"] == "1"
             release.set()
@@ -403,7 +411,7 @@ def test_sigterm_answers_the_request_in_flight_then_stops(tmp_path):
             answer = pool.submit(
                 requests.post, f"{url}/v2/check", data={"language": "en-US", "text": text}, timeout=600
             )
-            time.sleep(1.0)  # the request is in
+            time.sleep(2.0)  # the request is in (its 200 lines take the server several seconds)
             os.kill(process.pid, signal.SIGTERM)
             assert answer.result().status_code == 200 and len(answer.result().json()["matches"]) >= 200
         assert process.wait(timeout=120) == 143  # stopped by SIGTERM, as the other commands report it

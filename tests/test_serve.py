@@ -420,3 +420,19 @@ def test_sigterm_answers_the_request_in_flight_then_stops(tmp_path):
     finally:
         if process.poll() is None:
             process.kill()
+
+
+def test_a_decoding_fault_answers_500_as_json_and_the_server_stays_up():
+    def broken(lines):
+        raise RuntimeError("a fault in the model")
+
+    running = Running(Services(correct=broken, transcribe=None, limits=Limits(max_waiting_rows=3)))
+    try:
+        url = f"{running.url}/v2/check"
+        failed = requests.post(url, data={"language": "en-US", "text": "Thsi"}, timeout=60)
+        assert failed.status_code == 500 and "a fault in the model" in failed.json()["error"]["message"]
+        too_many = requests.post(url, data={"language": "en-US", "text": "a\nb\nc\nd"}, timeout=60)
+        assert too_many.status_code == 413 and "4 lines" in too_many.json()["error"]["message"]
+        assert running.alive()
+    finally:
+        running.stop()

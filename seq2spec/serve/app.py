@@ -118,7 +118,8 @@ def build_app(services: Services) -> Starlette:
             except BodyTooLarge:
                 return error(413, f"the request body is over the limit of {limits.max_body_bytes} bytes")
             except RequestError as refused:
-                return error(refused.status, str(refused))
+                kind = "server_error" if refused.status >= 500 else "invalid_request_error"
+                return error(refused.status, str(refused), kind=kind)
             except QueueFull as full:
                 return error(
                     503,
@@ -128,6 +129,8 @@ def build_app(services: Services) -> Starlette:
                 )
             except ConnectionAbortedError:
                 return Response(status_code=499)
+            except Exception as failure:  # noqa: BLE001 - a decoding fault answers this request; the server stays up
+                return error(500, f"decoding failed: {type(failure).__name__}: {failure}", kind="server_error")
 
         return endpoint
 
@@ -163,6 +166,10 @@ def build_app(services: Services) -> Starlette:
             )
         lines = languagetool.lines_with_offsets(text)
         prose = [line for _, line in lines if line.strip()]
+        if len(prose) > limits.max_waiting_rows:
+            raise RequestError(
+                413, f"the text has {len(prose)} lines, over the {limits.max_waiting_rows} one request may queue"
+            )
         corrected = iter(await until_done_or_gone(request, text_batcher.submit(prose)))
         corrected_lines = [next(corrected) if line.strip() else line for _, line in lines]
         return JSONResponse(languagetool.check_response(text, corrected_lines, language, services.version))
@@ -186,8 +193,8 @@ def build_app(services: Services) -> Starlette:
                 record = (await until_done_or_gone(request, work))[0]
         finally:
             await form.close()
-        if "error" in record:
-            raise RequestError(400, record["error"])
+        if "error" in record:  # a decoding fault is the server's (500); a file it cannot read, the request's (400)
+            raise RequestError(500 if record["error"].startswith("decoding failed") else 400, record["error"])
         return transcription_response(record, transcription, duration)
 
     routes = [

@@ -81,9 +81,6 @@ def LONG_SETS(args) -> list[tuple[str, int]]:  # noqa: N802 - a table computed f
 READ_THREADS = 16  # audio files decoded side by side in the encode stage
 TOP_K_ROWS = 32  # clips whose full next-token distribution is held at once in the encode stage
 
-PROMPT_NO_TIMESTAMPS = ("<|startoftranscript|>", "<|en|>", "<|transcribe|>", "<|notimestamps|>")
-PROMPT_TIMESTAMPS = PROMPT_NO_TIMESTAMPS[:3]
-
 
 # ----------------------------------------------------------------------------- data
 
@@ -350,8 +347,9 @@ def on_device(batch: dict, device: torch.device) -> dict:
     return {name: value.to(device) for name, value in batch.items()}
 
 
-def prompt_ids(tokenizer, timestamps: bool) -> list[int]:
-    return tokenizer.convert_tokens_to_ids(list(PROMPT_TIMESTAMPS if timestamps else PROMPT_NO_TIMESTAMPS))
+def prompt_ids(tokenizer, timestamps: bool, language: str = "en", task: str = "transcribe") -> list[int]:
+    prompt = ["<|startoftranscript|>", f"<|{language}|>", f"<|{task}|>"]
+    return tokenizer.convert_tokens_to_ids(prompt if timestamps else [*prompt, "<|notimestamps|>"])
 
 
 def read_clip(path: Path) -> np.ndarray:
@@ -372,27 +370,33 @@ def encode_chunk(big, processor, records: list[dict], timestamps: list[bool], to
     encoded = big.model.encoder(features.to(big.device)).last_hidden_state
     tokenizer = processor.tokenizer
     sequences = []
-    for flag in (False, True):
-        rows = [i for i, t in enumerate(timestamps) if t == flag]
-        if not rows:
-            continue
+    # a record's language and task (multilingual_speech.py's manifests): English transcription when absent
+    kinds = [
+        (flag, record.get("language", "en"), record.get("task", "transcribe"))
+        for flag, record in zip(timestamps, records, strict=True)
+    ]
+    for kind in sorted(set(kinds)):
+        flag, language, task = kind
+        rows = [i for i, k in enumerate(kinds) if k == kind]
         output = big.generate(
             encoder_outputs=BaseModelOutput(last_hidden_state=encoded[rows]),
-            language="en",
-            task="transcribe",
+            language=language,
+            task=task,
             return_timestamps=flag,
             max_new_tokens=max_new_tokens,
             # one 30-s window, as long-form decoding sees it (and no seek loop, which needs input features)
             force_unique_generate_call=flag,
         )
         eos = big.generation_config.eos_token_id
-        prompt = prompt_ids(tokenizer, flag)
+        prompt = prompt_ids(tokenizer, flag, language, task)
         for row, tokens in zip(rows, output.tolist(), strict=True):
             if tokens[: len(prompt)] == prompt:  # the single-call output starts with the decoder prompt
                 tokens = tokens[len(prompt) :]
-            # generate pads with EOS and drops the final EOS of its longest rows: end every label with one EOS
-            tokens = [t for t in tokens if t not in (eos, big.generation_config.pad_token_id)] + [eos]
-            sequences.append((row, prompt_ids(tokenizer, flag) + tokens))
+            # generate pads with EOS and drops the final EOS of its longest rows: end every label with one EOS,
+            # but for a row cut at max_new_tokens (a label base did not end there)
+            tokens = [t for t in tokens if t not in (eos, big.generation_config.pad_token_id)]
+            tokens += [eos] if len(tokens) < max_new_tokens else []
+            sequences.append((row, prompt + tokens))
     sequences = [tokens for _, tokens in sorted(sequences)]
     width = max(len(s) for s in sequences)
     ids = torch.full((len(sequences), width), big.generation_config.eos_token_id, dtype=torch.long)
@@ -406,7 +410,7 @@ def encode_chunk(big, processor, records: list[dict], timestamps: list[bool], to
         top = logits.log_softmax(-1).topk(top_k, dim=-1)
         top_values.append(top.values.to(torch.float16).cpu())
         top_indices.append(top.indices.to(torch.int32).cpu())
-    prompt_lengths = torch.tensor([len(prompt_ids(tokenizer, t)) for t in timestamps])
+    prompt_lengths = torch.tensor([len(prompt_ids(tokenizer, *kind)) for kind in kinds])
     return {
         "encoded": encoded.to(torch.float16).cpu(),
         "ids": ids,
@@ -415,6 +419,7 @@ def encode_chunk(big, processor, records: list[dict], timestamps: list[bool], to
         "top_logprobs": torch.cat(top_values),
         "top_ids": torch.cat(top_indices),
         "texts": [tokenizer.decode(s, skip_special_tokens=True).strip() for s in sequences],
+        "languages": [f"{language}:{task}" for _, language, task in kinds],
     }
 
 
@@ -462,7 +467,7 @@ def stage_encode(args) -> None:
                 chosen[start : start + args.encode_batch],
                 flags[start : start + args.encode_batch],
                 args.top_k,
-                args.max_new_tokens,
+                args.max_new_tokens if split in ("train_long", "heldout_long") else args.short_max_new_tokens,
             )
             torch.save(chunk, path.with_suffix(".tmp"))
             path.with_suffix(".tmp").replace(path)
@@ -1042,7 +1047,13 @@ def main() -> None:
     parser.add_argument(
         "--long-timestamp-share", type=float, default=0.7, help="long training clips labelled with timestamps"
     )
-    parser.add_argument("--max-new-tokens", type=int, default=224, help="longest pseudo-label")
+    parser.add_argument("--max-new-tokens", type=int, default=224, help="longest pseudo-label of a long clip")
+    parser.add_argument(
+        "--short-max-new-tokens",
+        type=int,
+        default=224,
+        help="longest pseudo-label of a short clip (a lower cap stops base's rare repetition loops early)",
+    )
     parser.add_argument("--init-layers", type=int, nargs="+", default=[0, 5], help="base decoder layers to copy")
     parser.add_argument("--train-cross-kv", action="store_true", help="also train cross-attention key/value weights")
     parser.add_argument("--steps", type=int, default=2400)

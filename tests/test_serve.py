@@ -228,6 +228,7 @@ def test_concurrent_transcriptions_share_batches(server, whisper, tmp_path):
         ("clip.wav", "clip", {"model": "whisper-1", "response_format": "xml"}, "response_format"),
         ("clip.wav", "clip", {"model": "whisper-1", "langauge": "en"}, "langauge"),
         ("clip.wav", "clip", {"model": "whisper-1", "temperature": "hot"}, "temperature"),
+        ("clip.wav", "clip", {"model": "whisper-1", "language": "klingon"}, "'klingon' is not a language"),
     ],
 )
 def test_bad_uploads_get_a_json_error_and_the_server_stays_up(server, name, content, fields, named):

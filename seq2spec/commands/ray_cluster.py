@@ -147,7 +147,8 @@ class TranscribeActor:
 
         paths = [Path(name) for name in batch["file"]]
         args = self.args
-        settings = {"language": args.language, "task": args.task, "timestamps": args.timestamps}
+        languages = {path: str(code) or None for path, code in zip(paths, batch["language"], strict=True)}
+        settings = {"language": languages, "task": args.task, "timestamps": args.timestamps}
         settings.update(decoding=decoding_of(args), words=args.word_timestamps, long_form=args.long_form, vad=args.vad)
         settings["piece_batch_size"] = args.batch_size
         records = records_one_by_one_on_failure(self.speculator, paths, **settings)
@@ -171,11 +172,17 @@ def run_transcribe(args: argparse.Namespace) -> int:
     if args.format != "jsonl":
         print("seq2spec transcribe --ray: --format is for local runs; use --out-format", file=sys.stderr)
         return 2
+    from seq2spec.commands.transcribe import read_language_map, same_file
+    from seq2spec.whisper.languages import whisper_language
+
     try:
+        if args.language is not None:
+            args.language = whisper_language(args.language, "--language")
+        languages = read_language_map(args.language_map) if args.language_map is not None else {}
         ray = _ray()
         files = find_audio(args.inputs)
         done = {r["file"] for r in read_records(args.out)}
-    except (RuntimeError, FileNotFoundError, NotADirectoryError, OutputError) as error:
+    except (RuntimeError, FileNotFoundError, NotADirectoryError, OutputError, ValueError) as error:
         print(f"seq2spec transcribe: {error}", file=sys.stderr)
         return 2
     todo = [str(f) for f in files if str(f) not in done]
@@ -187,7 +194,11 @@ def run_transcribe(args: argparse.Namespace) -> int:
     _start_ray(args.ray_address)
     options = actor_options(args, TRANSCRIBE_KEYS)
     started = time.perf_counter()
-    rows = sorted(({"file": f, "seconds": duration_seconds(Path(f))} for f in todo), key=lambda r: r["seconds"])
+    rows = [
+        {"file": f, "seconds": duration_seconds(Path(f)), "language": languages.get(same_file(f), args.language) or ""}
+        for f in todo
+    ]  # "": detected
+    rows.sort(key=lambda r: r["seconds"])
     dataset = ray.data.from_items(rows).map_batches(
         TranscribeActor,
         fn_constructor_kwargs={"options": options},

@@ -36,6 +36,7 @@ from seq2spec.commands.outputs import (
 )
 from seq2spec.commands.stopping import exit_status, stops_deferred
 from seq2spec.whisper.audio import duration_seconds, find_audio
+from seq2spec.whisper.languages import check_spoken, whisper_language
 from seq2spec.whisper.progress import AudioProgress
 from seq2spec.whisper.records import records_one_by_one_on_failure, render
 from seq2spec.whisper.speech import LONG_FORMS, load_detector
@@ -138,15 +139,32 @@ def load_speculator(args: argparse.Namespace):
     return Seq2SeqSpeculator(big, assistant, processor, **speculation_changes(args))
 
 
+def read_language_map(path: Path) -> dict[str, str]:
+    """A language map file: ``audio path<TAB>language`` per line (paths relative to the map's folder; blank lines
+    and lines starting with # skipped), keyed by ``same_file`` of each audio path."""
+    languages: dict[str, str] = {}
+    for number, line in enumerate(path.read_text(encoding="utf-8-sig").splitlines(), start=1):
+        if not line.strip() or line.lstrip().startswith("#"):
+            continue
+        audio, separator, code = line.rpartition("\t")
+        if not separator or not audio.strip() or not code.strip():
+            raise ValueError(f"{path}:{number}: expected 'audio path<TAB>language code', got {line!r}")
+        languages[same_file(path.parent / audio.strip())] = whisper_language(code.strip(), f"{path}:{number}")
+    return languages
+
+
 def run(args: argparse.Namespace) -> int:
     apply_process_settings(args)
     try:
+        if args.language is not None:
+            args.language = whisper_language(args.language, "--language")
+        args.languages = read_language_map(args.language_map) if args.language_map is not None else {}
         files = find_audio(args.inputs)
         args.out = resolved_output(args.out)  # through a symbolic link: the file it names is written and locked
         check_output_path(args.out, files)
         with OutputLock(args.out):
             return _transcribe(args, files)
-    except (FileNotFoundError, OutputError) as error:
+    except (FileNotFoundError, OutputError, ValueError, UnicodeDecodeError) as error:
         print(f"seq2spec transcribe: {error}", file=sys.stderr)
         return 2
 
@@ -199,6 +217,7 @@ def _transcribe_files(
         if args.long_form == "batched" or args.vad:
             load_detector()
         speculator = load_speculator(args)
+        check_spoken(speculator.big, {args.language, *args.languages.values()} - {None})
     except (FileNotFoundError, ValueError, OSError, ImportError) as error:
         print(f"seq2spec transcribe: {error}", file=sys.stderr)
         return 2
@@ -218,7 +237,7 @@ def _transcribe_files(
                 records = records_one_by_one_on_failure(
                     speculator,
                     batch,
-                    language=args.language,
+                    language={path: args.languages.get(same_file(path), args.language) for path in batch},
                     task=args.task,
                     timestamps=args.timestamps,
                     on_progress=seconds_done.add,
@@ -328,6 +347,13 @@ def add_parser(commands) -> argparse.ArgumentParser:
         "else none)",
     )
     transcribe.add_argument("--language", help="language code such as en (default: detected per file)")
+    transcribe.add_argument(
+        "--language-map",
+        type=Path,
+        metavar="TSV",
+        help="each file's language where known: lines 'audio path<TAB>code' (paths relative to the map's folder); "
+        "files not listed take --language, else their detected language",
+    )
     transcribe.add_argument(
         "--task",
         choices=["transcribe", "translate"],

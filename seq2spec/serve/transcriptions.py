@@ -16,6 +16,7 @@ from typing import Any
 from starlette.responses import JSONResponse, PlainTextResponse, Response
 
 from seq2spec.serve.languagetool import RequestError
+from seq2spec.whisper.languages import whisper_language
 
 RESPONSE_FORMATS = ("json", "text", "srt", "vtt", "verbose_json")
 GRANULARITIES = ("segment", "word")
@@ -75,6 +76,11 @@ class TranscriptionRequest:
             raise RequestError(400, "stream is not supported: the transcript comes whole")
         temperature = _temperature(form.get("temperature"))
         language = form.get("language") or None
+        if language is not None:
+            try:
+                language = whisper_language(language, "language")
+            except ValueError as unknown:
+                raise RequestError(400, str(unknown)) from None
         prompt = form.get("prompt") or None
         timestamps = response_format in ("srt", "vtt", "verbose_json")
         options = DecodeOptions(language, timestamps, "word" in granularities, prompt, temperature > 0)

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -40,7 +41,7 @@ def transcribe_records(
     speculator,
     paths: list[Path],
     *,
-    language: str | None,
+    language: str | Mapping[Path, str | None] | None,
     task: str,
     timestamps: bool,
     on_progress=None,
@@ -54,7 +55,9 @@ def transcribe_records(
     that cannot be read as audio. Error records come first, then the transcripts in input order. ``on_progress``
     is called with seconds of audio as they are decoded; ``decoding`` is a ``WhisperDecoding`` (None: greedy);
     ``words`` adds ``"words"`` with their times; ``long_form="batched"`` decodes the files' speech pieces together
-    in batches of ``piece_batch_size``; ``vad`` cuts out what is not speech before the sequential long form."""
+    in batches of ``piece_batch_size``; ``vad`` cuts out what is not speech before the sequential long form.
+    ``language``: a code for every file, None to detect each file's, or a mapping from each of ``paths`` to its code
+    (or None); a file's given language is in its record."""
     records: list[dict[str, Any]] = []
     clips, names, lengths = [], [], []
     stretches = long_form == "batched" or vad  # read stretch by stretch where the speech is found
@@ -72,9 +75,10 @@ def transcribe_records(
             records.append({"file": str(path), "error": str(error)})
     if not clips:
         return records
+    given = [language.get(path) for path in names] if isinstance(language, Mapping) else [language] * len(names)
     results = speculator.transcribe(
         clips,
-        language=language,
+        language=given if isinstance(language, Mapping) else language,
         task=task,
         return_timestamps=timestamps,
         batch_size=piece_batch_size if long_form == "batched" else len(clips),
@@ -84,8 +88,10 @@ def transcribe_records(
         long_form=long_form,
         vad=vad,
     )
-    for path, length, result in zip(names, lengths, results, strict=True):
+    for path, length, result, code in zip(names, lengths, results, given, strict=True):
         record: dict[str, Any] = {"file": str(path), "duration": round(length / 16_000, 3)}
+        if code is not None:
+            record["language"] = code
         if isinstance(result, dict):
             record.update(result)
         else:

@@ -6,7 +6,7 @@ speculator so that both decodings see the same batches and features.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -125,13 +125,34 @@ def prepare_clips(audio: Any, sampling_rate: int | None, lazy: bool = False) -> 
     return clips, single
 
 
+Languages = str | Sequence[str | None] | None  # one for every clip, or one per clip (None: detected)
+
+
+def languages_per_clip(language: Languages, clips: int) -> list[str | None] | None:
+    """``language`` checked: None when one value serves every clip (a language, or None to detect each clip's),
+    else the list of one entry per clip."""
+    if language is None or isinstance(language, str):
+        return None
+    if not isinstance(language, (list, tuple)):
+        raise TypeError(
+            f"language must be a language code, None (detected per clip) or a list of them, one per clip; got "
+            f"{type(language).__name__}"
+        )
+    if len(language) != clips:
+        raise ValueError(f"language lists {len(language)} entries for {clips} clips: give one per clip (None: detect)")
+    for index, entry in enumerate(language):
+        if entry is not None and not isinstance(entry, str):
+            raise TypeError(f"language[{index}] must be a language code or None, got {type(entry).__name__}")
+    return list(language)
+
+
 def transcribe_clips(
     clips: list[Clip],
     processor,
     generate: GenerateFn,
     *,
     multilingual: bool,
-    language: str | None = None,
+    language: Languages = None,
     task: str = "transcribe",
     return_timestamps: bool = False,
     batch_size: int = 16,
@@ -154,9 +175,17 @@ def transcribe_clips(
     and joined into pieces of at most 30 s, and the pieces of all clips are decoded as short clips in batches of
     ``batch_size`` (``seq2spec.whisper.speech``); what is not speech gives no words. ``vad`` (sequential long
     form): each clip's speech is found and decoded alone, what lies between its stretches left out.
+    ``language``: a code for every clip, None to detect each clip's own (rows of one batch may differ), or a list
+    with one entry per clip (code or None); clips of one entry are batched together.
     """
     if long_form not in LONG_FORMS:
         raise ValueError(f"long_form must be one of {', '.join(LONG_FORMS)}, got {long_form!r}")
+    per_clip = languages_per_clip(language, len(clips))
+    if per_clip is not None:
+        arguments = dict(multilingual=multilingual, task=task, return_timestamps=return_timestamps,
+                         batch_size=batch_size, max_new_tokens=max_new_tokens, decoding=decoding,
+                         word_timestamps=word_timestamps, long_form=long_form, vad=vad)  # fmt: skip
+        return _by_language(clips, per_clip, processor, generate, progress, arguments)
     options: dict[str, Any] = (decoding or WhisperDecoding()).generate_arguments(processor)
     if multilingual:
         options.update(language=language, task=task)
@@ -207,6 +236,28 @@ def transcribe_clips(
                 times = token_times(ids, output["token_timestamps"][row].tolist(), processor.tokenizer)
                 result["words"] = words_of(processor.tokenizer, ids, times)
             results[index] = clipped_to(result, length / SAMPLING_RATE)
+    if bar is not None:
+        bar.close()
+    return results
+
+
+def _by_language(
+    clips: list[Clip],
+    languages: list[str | None],
+    processor,
+    generate: GenerateFn,
+    progress: bool | Callable[[float], None],
+    arguments: dict[str, Any],
+) -> list[Any]:
+    """``transcribe_clips`` of the clips of each language apart, the results in input order."""
+    report, bar = _reporter(progress, sum(len(c) for c in clips) / SAMPLING_RATE)
+    results: list[Any] = [None] * len(clips)
+    for language in dict.fromkeys(languages):  # in order of first appearance
+        indices = [i for i, entry in enumerate(languages) if entry == language]
+        group = [clips[i] for i in indices]
+        decoded = transcribe_clips(group, processor, generate, language=language, progress=report, **arguments)
+        for index, result in zip(indices, decoded, strict=True):
+            results[index] = result
     if bar is not None:
         bar.close()
     return results

@@ -1,0 +1,278 @@
+"""Whisper base in many languages: seq2spec with one or more drafts beside base's own greedy decoding.
+
+Per language, on speech no draft trained on (held-out sentences of ``recipes/multilingual_speech.py`` read by the
+espeak-ng variants no training clip uses, ``HELD_OUT_VARIANTS``):
+
+- a long file (``--seconds``, default 60 s: one voice reading sentence after sentence with pauses), decoded with
+  Whisper's sequential long form, greedy and with each draft in turn (one run each, base's time first);
+- ``--clips`` short clips (1-2 sentences) decoded as one batch, transcribed, and for the non-English languages
+  translated into English (``task="translate"``).
+
+Each row: seconds, the ratio of greedy's seconds to seq2spec's, tokens per big row-forward (generated tokens over
+the big model's row forwards; greedy has 1.0), and whether every transcript equals greedy's. The language is given
+(``language=``) as a user who knows it would give it. ``--check`` exits 1 unless every transcript is identical and
+each long file reaches ``--least-speedup`` (and all of them together ``--least-overall``) with the first draft.
+
+    python benchmarks/bench_languages.py                                     # the shipped draft
+    python benchmarks/bench_languages.py --drafts shipped=seq2spec/assets/whisper_base_draft new=runs/ml/export
+
+Needs espeak-ng and the translated manual pages the recipe reads (``apt-get install espeak-ng manpages-fr ...``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import random
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import soundfile
+import torch
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent / "recipes"))
+import distill_whisper_draft as distill  # noqa: E402
+import multilingual_speech as speech  # noqa: E402
+from voices import Voice, speak  # noqa: E402
+
+RATE = 16_000
+# natural voices no draft trains on, for the languages whose Kokoro phonemes espeak-ng's IPA gives well
+KOKORO_VOICES = {"fr": ("ff_siwis",), "es": ("em_alex",), "it": ("im_nicola",), "pt": ("pf_dora",)}
+DEFAULT_LANGUAGES = ["en", "fr", "es", "de", "it", "pt", "ru", "pl", "ja", "zh", "hi"]
+ENGLISH_VOICES = ("en-us", "en")
+
+
+def held_out_sentences(code: str) -> list[str]:
+    if code == "en":
+        return distill.split_sentences(5)[1]
+    return speech.split_sentences(code, 8)[1]
+
+
+def held_out_voices(code: str) -> list[Voice]:
+    if code == "en":
+        return [Voice("espeak-ng", v + variant) for v in ENGLISH_VOICES for variant in speech.HELD_OUT_VARIANTS]
+    return speech.speakers(code, held=True)
+
+
+def cached(path: Path, make) -> np.ndarray:
+    """The audio at ``path``, made by ``make()`` and written there first when missing."""
+    if not path.is_file():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        soundfile.write(path, make(), RATE, subtype="PCM_16")
+    return soundfile.read(path, dtype="float32")[0]
+
+
+def long_file(code: str, seconds: float, seed: int, voice: Voice | None = None, folder: Path | None = None):
+    """One held-out voice (or ``voice``) reading held-out sentences for about ``seconds``, pauses between them."""
+    rng = random.Random(f"{seed}:long:{code}")
+    sentences, chosen = held_out_sentences(code), rng.choice(held_out_voices(code))
+    voice = voice or chosen
+    pieces, total = [], 0.0
+    while total < seconds:
+        spoken = speak(rng.choice(sentences), voice, rng.uniform(0.9, 1.15), kokoro_folder=folder)
+        pause = np.zeros(int(rng.uniform(0.2, 0.8) * RATE), dtype=np.float32)
+        pieces += [spoken, pause]
+        total += (len(spoken) + len(pause)) / RATE
+    return np.concatenate(pieces) * 0.8
+
+
+def short_clips(code: str, count: int, seed: int) -> list[np.ndarray]:
+    rng = random.Random(f"{seed}:short:{code}")
+    sentences, voices = held_out_sentences(code), held_out_voices(code)
+    clips = []
+    for _ in range(count):
+        text = " ".join(rng.choice(sentences) for _ in range(rng.choice((1, 2))))
+        clips.append(speak(text, rng.choice(voices), rng.uniform(0.9, 1.15)) * 0.8)
+    return clips
+
+
+def audio_sets(code: str, args, folder: Path) -> tuple[list[tuple[str, list[np.ndarray], str]], list[np.ndarray]]:
+    """``([(label, clips, task)], the short clips)`` of one language: its long files and its short clips, made once
+    into ``folder`` and read from there after."""
+    sets = [("long file", [cached(folder / f"{code}_long.wav", lambda: long_file(code, args.seconds, args.seed))])]
+    for name in KOKORO_VOICES.get(code, ()) if args.kokoro_voices is not None else ():
+        voice = Voice("kokoro", name)
+        audio = cached(
+            folder / f"{code}_{name}_long.wav",
+            lambda voice=voice: long_file(code, args.seconds, args.seed, voice, args.kokoro_voices),
+        )
+        sets.append((f"long file, Kokoro {name}", [audio]))
+    clips = [
+        cached(folder / f"{code}_short{index:02d}.wav", lambda clip=clip: clip)
+        for index, clip in enumerate(short_clips(code, args.clips, args.seed))
+    ]
+    sets.append(("short clips", clips))
+    return [(label, audio, "transcribe") for label, audio in sets], clips
+
+
+def timed(function):
+    started = time.perf_counter()
+    result = function()
+    return result, time.perf_counter() - started
+
+
+def measure(big, processor, speculators: dict, clips: list[np.ndarray], **options) -> dict:
+    """Greedy, then each speculator in turn, on ``clips`` as one call: seconds, ratio, tokens per forward, equality."""
+    from seq2spec.whisper.transcription import transcribe_clips
+
+    def greedy(features, attention_mask, **arguments):
+        return big.generate(features, attention_mask=attention_mask, **arguments)
+
+    expected, greedy_seconds = timed(
+        lambda: transcribe_clips(clips, processor, greedy, multilingual=True, batch_size=len(clips), **options)
+    )
+    row = {"greedy_s": round(greedy_seconds, 2), "drafts": {}, "text": expected[0][:120]}
+    for name, speculator in speculators.items():
+        texts, seconds = timed(lambda s=speculator: s.transcribe(clips, RATE, batch_size=len(clips), **options))
+        stats = speculator.last_stats
+        row["drafts"][name] = {
+            "seconds": round(seconds, 2),
+            "speedup": round(greedy_seconds / seconds, 3),
+            "tokens_per_big_forward": round(stats.tokens_per_big_forward, 3),
+            "acceptance": round(stats.acceptance_rate, 3),
+            "identical": texts == expected,
+        }
+    return row
+
+
+def markdown(result: dict) -> str:
+    names = result["drafts"]
+    head = "| language | set | greedy s | " + " | ".join(f"{n} speedup | {n} tokens/forward" for n in names) + " |"
+    lines = [result["header"], "", head, "|---|---|---:|" + "---:|---:|" * len(names)]
+    for row in result["rows"]:
+        cells = []
+        for name in names:
+            draft = row["drafts"][name]
+            mark = "" if draft["identical"] else " (differs!)"
+            cells.append(f"{draft['speedup']:.2f}x{mark} | {draft['tokens_per_big_forward']:.2f}")
+        lines.append(f"| {row['language']} | {row['set']} | {row['greedy_s']:.1f} | " + " | ".join(cells) + " |")
+    lines += ["", "Long files over all languages (sum of greedy seconds over sum of seq2spec seconds):"]
+    lines += [f"- {name}: {value:.2f}x" for name, value in result["overall_long_speedup"].items()]
+    return "\n".join(lines) + "\n"
+
+
+def plot(result: dict, path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    rows = [r for r in result["rows"] if r["set"].startswith("long file")]
+    names = list(result["drafts"])
+    figure, axes = plt.subplots(1, 2, figsize=(12, 4))
+    width = 0.8 / len(names)
+    for index, name in enumerate(names):
+        x = np.arange(len(rows)) + index * width
+        axes[0].bar(x, [r["drafts"][name]["tokens_per_big_forward"] for r in rows], width, label=name)
+        axes[1].bar(x, [r["drafts"][name]["speedup"] for r in rows], width, label=name)
+    for axis, title in zip(axes, ("tokens per big row-forward", "speedup over greedy"), strict=True):
+        axis.set_xticks(np.arange(len(rows)) + width * (len(names) - 1) / 2, [r["language"] for r in rows])
+        axis.set_title(f"long files: {title}")
+        axis.axhline(1.0, color="grey", linewidth=0.5)
+        axis.legend()
+    figure.tight_layout()
+    figure.savefig(path, dpi=100)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--languages", nargs="+", default=DEFAULT_LANGUAGES)
+    parser.add_argument(
+        "--drafts",
+        nargs="+",
+        default=["shipped=default"],
+        help="NAME=FOLDER of saved drafts ('default': the shipped one; FOLDER+full: scoring every token); the "
+        "first is --check's",
+    )
+    parser.add_argument("--seconds", type=float, default=60.0, help="length of each language's long file")
+    parser.add_argument("--clips", type=int, default=8, help="short clips per language")
+    parser.add_argument("--no-translate", action="store_true", help="skip the translation rows")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--kokoro-voices",
+        type=Path,
+        help="folder of kokoro-js voice files: adds a long file read by a natural Kokoro voice for fr, es, it, pt",
+    )
+    parser.add_argument("--audio-dir", type=Path, default=Path("runs/bench_languages_audio"), help="speech made once")
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--out", type=Path, default=HERE / "results")
+    parser.add_argument("--name", default="languages_cpu")
+    parser.add_argument("--prepare", action="store_true", help="make the speech into --audio-dir and stop")
+    parser.add_argument("--check", action="store_true", help="exit 1 unless identical and fast enough")
+    parser.add_argument("--least-speedup", type=float, default=1.4, help="--check: each long file")
+    parser.add_argument("--least-overall", type=float, default=1.5, help="--check: all long files together")
+    args = parser.parse_args()
+    torch.set_num_threads(args.threads)
+    audio_dir = args.audio_dir / f"seed{args.seed}_{args.seconds:.0f}s_{args.clips}clips"
+    if args.prepare:
+        for code in args.languages:
+            audio_sets(code, args, audio_dir)
+            print(f"{code}: speech in {audio_dir}", flush=True)
+        return 0
+
+    from seq2spec import Seq2SeqSpeculator
+    from seq2spec.default_models import load_whisper_base
+    from seq2spec.whisper.draft import load_whisper_draft
+
+    big, processor = load_whisper_base()
+    speculators = {}
+    for entry in args.drafts:
+        name, _, folder = entry.partition("=")
+        full = folder.endswith("+full")
+        folder = folder.removesuffix("+full")
+        draft = load_whisper_draft(big, None if folder in ("", "default") else folder, full_vocabulary=full)
+        speculators[name] = Seq2SeqSpeculator(big, draft, processor)
+    rows = []
+    for code in args.languages:
+        sets, clips = audio_sets(code, args, audio_dir)
+        if code != "en" and not args.no_translate:
+            sets.append(("short clips, translate", clips, "translate"))
+        for label, audio, task in sets:
+            row = measure(big, processor, speculators, audio, language=code, task=task)
+            row.update(language=code, set=label, audio_s=round(sum(len(a) for a in audio) / RATE, 1))
+            rows.append(row)
+            summary = ", ".join(
+                f"{n} {d['speedup']:.2f}x {d['tokens_per_big_forward']:.2f} tok/fwd{'' if d['identical'] else ' DIFF'}"
+                for n, d in row["drafts"].items()
+            )
+            print(f"{code} {label}: greedy {row['greedy_s']:.1f} s; {summary}", flush=True)
+    long_rows = [r for r in rows if r["set"].startswith("long file")]
+    overall = {
+        name: round(sum(r["greedy_s"] for r in long_rows) / sum(r["drafts"][name]["seconds"] for r in long_rows), 3)
+        for name in speculators
+    }
+    header = (
+        f"Whisper base, held-out sentences and voices per language: long files of about {args.seconds:.0f} s "
+        f"(sequential long form), {args.clips} short clips per language as one batch; {args.threads} CPU threads, "
+        f"{platform.machine()}, torch {torch.__version__}; each side run once, greedy first."
+    )
+    result = {"header": header, "drafts": dict(e.partition("=")[::2] for e in args.drafts), "rows": rows,
+              "overall_long_speedup": overall}  # fmt: skip
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / f"{args.name}.json").write_text(json.dumps(result, indent=1, ensure_ascii=False) + "\n")
+    (args.out / f"{args.name}.md").write_text(markdown(result))
+    plot(result, args.out / f"{args.name}.png")
+    print(markdown(result))
+    if not args.check:
+        return 0
+    first = next(iter(speculators))
+    failures = [f"{r['language']} {r['set']}: transcripts differ" for r in rows
+                for d in r["drafts"].values() if not d["identical"]]  # fmt: skip
+    failures += [
+        f"{r['language']} long file: {r['drafts'][first]['speedup']:.2f}x < {args.least_speedup}x"
+        for r in long_rows
+        if r["drafts"][first]["speedup"] < args.least_speedup
+    ]
+    if overall[first] < args.least_overall:
+        failures.append(f"all long files: {overall[first]:.2f}x < {args.least_overall}x")
+    for failure in failures:
+        print(f"check failed: {failure}", file=sys.stderr)
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

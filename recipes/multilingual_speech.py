@@ -298,6 +298,8 @@ def agreement_by_language(work_dir: Path, draft_folders: dict[str, str | None], 
     results: dict[str, dict] = {}
     for split in ("heldout", "heldout_long"):
         folder = work_dir / "encoded" / split
+        if not any(folder.glob("*.pt")):
+            continue
         data = distill.EncodedSet(folder)
         kinds = [k for p in sorted(folder.glob("*.pt")) for k in torch.load(p)["languages"]]
         every = data.items
@@ -325,8 +327,8 @@ whatever the draft's quality.
 - Made in two runs on a 2-core CPU. First `recipes/distill_whisper_draft.py` (English: flite and espeak-ng voices
   reading WordNet examples and fortunes, 3,224 clips, 13.5 h; layers initialised from base's decoder layers 0 and 5;
   2,400 steps). Then, from that draft, `recipes/multilingual_speech.py` (the speech below) and
-  `recipes/distill_whisper_draft.py --stage encode/train/eval/export --init-draft` on it: {steps} steps (batch
-  {batch_size}, peak lr {lr}) in {train_minutes} min.
+  `recipes/distill_whisper_draft.py --stage encode/train/eval/export --init-draft` on it: {steps} steps in
+  {train_minutes} min (the commands in recipes/README.md).
 - Loss: cross-entropy with base's greedy next token + 1.0 x KL to base's top-16 next-token distribution,
   teacher-forced on base's own greedy transcripts (in the clip's language, a share translated into English, some
   with timestamps as long form uses them), over the draft's output vocabulary. Embeddings, output projection and
@@ -370,6 +372,7 @@ def write_card(work_dir: Path, export_dir: Path, agreement: dict) -> None:
         hours=sum(r.get("seconds", 0) for r in train) / 3600,
         translate=sum(r["task"] == "translate" for r in foreign) / max(1, len(foreign)),
         table="\n".join(rows),
+        own_millions=metrics["draft_own_parameters"] / 1e6,
         **metrics,
     )
     (export_dir / "MODEL_CARD.md").write_text(card, encoding="utf-8")

@@ -127,8 +127,8 @@ def test_language_map_gives_files_their_language_and_the_rest_the_default(toy_wh
     assert run_command(toy_whisper_dirs, folder, out, "--language-map", str(language_map), "--language", "en") == 0
     records = {json.loads(line)["file"].rsplit("/", 1)[-1]: json.loads(line) for line in out.read_text().splitlines()}
     assert {name: record["language"] for name, record in records.items()} == {"a.wav": "fr", "b.wav": "en",
-                                                                               "c.wav": "german"}  # fmt: skip
-    for name, code in (("a.wav", "fr"), ("b.wav", "en"), ("talks/c.wav", "german")):
+                                                                               "c.wav": "de"}  # fmt: skip
+    for name, code in (("a.wav", "fr"), ("b.wav", "en"), ("talks/c.wav", "de")):
         path = folder / name
         assert records[path.name]["text"] == speculator.transcribe(str(path), language=code)
 

@@ -6,12 +6,12 @@ from typing import Any
 
 
 def whisper_language(code: str, where: str) -> str:
-    """``code`` lower-cased when Whisper knows it (a code such as ``fr`` or a name such as ``french``), else a
-    ValueError that names ``where`` it came from."""
+    """Whisper's code for ``code`` (a code such as ``fr`` or a name such as ``French``), else a ValueError that
+    names ``where`` it came from."""
     from transformers.models.whisper.tokenization_whisper import LANGUAGES, TO_LANGUAGE_CODE
 
     if code.lower() in LANGUAGES or code.lower() in TO_LANGUAGE_CODE:
-        return code.lower()
+        return TO_LANGUAGE_CODE.get(code.lower(), code.lower())
     raise ValueError(f"{where}: {code!r} is not a language Whisper knows (codes such as en, fr, zh; or names)")
 
 

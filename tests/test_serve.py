@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 import requests
 import soundfile
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from seq2spec import Seq2SeqSpeculator
@@ -360,6 +360,7 @@ def test_jobs_with_other_options_wait_for_their_own_batch():
 
 @settings(max_examples=200, deadline=None)
 @given(st.text(max_size=30), st.text(max_size=30))
+@example(":", "0:0")  # two insertions widened onto the one word between them
 def test_the_changes_turn_a_line_into_its_correction(line, corrected):
     line, corrected = line.replace("\n", " ").replace("\r", " "), corrected.replace("\n", " ").replace("\r", " ")
     fixed = line

@@ -94,36 +94,27 @@ class Change:
 
 def changes(line: str, corrected: str, offset: int = 0) -> list[Change]:
     """The runs of ``line`` the speller changed, aligned word by word; applying them all gives ``corrected``. A
-    change at a word's edge that only inserts (a comma) takes the word before it in, so no match is empty."""
+    change at a word's edge that only inserts (a comma) takes the word before it in, so no match is empty; changes
+    that then share a word are joined into one."""
     before, after = _TOKENS.findall(line), _TOKENS.findall(corrected)
     starts = [0]
     for token in before:
         starts.append(starts[-1] + len(token))
-    found = []
+    spans: list[tuple[int, int, int, int]] = []  # token ranges: before[a1:a2] becomes after[b1:b2]
     for tag, a1, a2, b1, b2 in difflib.SequenceMatcher(None, before, after, autojunk=False).get_opcodes():
         if tag == "equal":
             continue
-        replacement = "".join(after[b1:b2])
-        if a1 == a2:  # an insertion: the token before it (or after it, at the start) is its span
+        if a1 == a2:  # an insertion: the equal token before it (or after it, at the start) joins its span
             if a1 > 0:
-                a1, replacement = a1 - 1, before[a1 - 1] + replacement
+                a1, b1 = a1 - 1, b1 - 1
             elif a2 < len(before):
-                a2, replacement = a2 + 1, replacement + before[a2]
-        found.append(Change(offset + starts[a1], offset + starts[a2], replacement))
-    return _merged(found)
-
-
-def _merged(found: list[Change]) -> list[Change]:
-    """Changes that touch or overlap joined into one (an insertion widened onto a changed word)."""
-    merged: list[Change] = []
-    for change in found:
-        if merged and change.start < merged[-1].end:
-            last = merged[-1]
-            tail = change.replacement[last.end - change.start :] if change.end > last.end else ""
-            merged[-1] = Change(last.start, max(last.end, change.end), last.replacement + tail)
+                a2, b2 = a2 + 1, b2 + 1
+        if spans and a1 < spans[-1][1]:  # it shares a token with the change before it
+            first_a, last_a, first_b, last_b = spans[-1]
+            spans[-1] = (first_a, max(last_a, a2), first_b, max(last_b, b2))
         else:
-            merged.append(change)
-    return merged
+            spans.append((a1, a2, b1, b2))
+    return [Change(offset + starts[a1], offset + starts[a2], "".join(after[b1:b2])) for a1, a2, b1, b2 in spans]
 
 
 def utf16_offsets(text: str) -> list[int]:

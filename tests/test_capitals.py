@@ -3,7 +3,7 @@ back."""
 
 from __future__ import annotations
 
-from seq2spec.spelling.capitals import fold_capitals, is_calendar_slip
+from seq2spec.spelling.capitals import fold_capitals, given_names, is_calendar_slip, is_given_name_slip
 
 # a stand-in for the classical checker: lower-case word -> its closest dictionary word, or None when none is close
 SUGGESTIONS = {"evory": "every", "ploicy": "policy", "teh": "the", "paris": "paris", "wrold": "world"}
@@ -51,3 +51,20 @@ def test_a_slip_of_a_months_or_weekdays_name_keeps_its_capital():
     assert is_calendar_slip("Febuary", "february") and is_calendar_slip("wendesday", "wednesday")
     assert not is_calendar_slip("Avril", "april")  # a name
     assert not is_calendar_slip("Evory", "every") and not is_calendar_slip("Xyzzy", None)
+
+
+def test_a_slip_of_a_given_name_the_model_made_into_other_words_becomes_the_name():
+    """Read as "jhon", the shipped speller wrote "Hon" for "Jhon" ("Jhon lives here." -> "Who join lives here.");
+    "isaqac" it wrote "Isaac", and a slip it keeps stays as written."""
+    suggestions = {"jhon": "john", "isaqac": "isaac", "evory": "every", "john": "john"}
+    [folded] = fold_capitals(['"Jhon," said Isaqac and John: Evory day.'], suggestions.get)
+    assert folded.text == '"jhon," said isaqac and John: evory day.' and folded.names == {0: "john", 2: "isaac"}
+    restored = '"John," said Isaac and John: Every day.'
+    assert folded.restore('"who join," said isaac and John: every day.') == restored
+    assert folded.restore('"hon," said isaac and John: every day.') == restored
+    assert folded.restore('"john," said isaac and John: every day.') == restored
+    kept = '"Jhon," said Isaqac and John: Every day.'  # a slip the model keeps as written stays
+    assert folded.restore('"jhon," said isaqac and John: every day.') == kept
+    assert is_given_name_slip("jhon", "john") and not is_given_name_slip("evory", "every")
+    assert not is_given_name_slip("john", "john") and not is_given_name_slip("xyzzy", None)
+    assert {"john", "sarah", "paul", "isaac"} <= given_names() and "every" not in given_names()

@@ -125,6 +125,19 @@ def test_capitalised_typos_are_fixed_as_lower_case_ones_are(speller, monkeypatch
 
 
 @needs_weights
+def test_a_slip_of_a_name_and_a_markdown_table_come_back_whole():
+    """Read as "jhon", the model wrote "Hon" ("Jhon lives here." -> "Who join lives here."); the name is read as
+    written. A table whose rows the model looped on ("first name first name ...") comes back as written, no words
+    added after its last pipe."""
+    speculator = Seq2SeqSpeculator()
+    texts = ["Jhon", "Jhon lives here.", "| Name | Age |\n|---|---|\n| Jhon Smith | 32 |\n"]
+    assert speculator.correct(texts) == ["John", "John lives here.", "| Name | Age |\n|---|---|\n| John Smith | 32 |\n"]
+    table = "| Key | Value |\n|---|---|\n| greeting | last name first name |\n| other | last name first name |"
+    assert speculator.correct([table]) == [table]
+    assert speculator.correct([table], keep_looped_texts=False) != [table]  # the model does loop on it
+
+
+@needs_weights
 def test_correct_words_the_model_garbles_come_back_as_written(speller, monkeypatch):
     """The shipped model writes "Satuff" for a clean "Staff" (and "magental" for "magenta"): correct() gives the
     dictionary words back; with keep_dictionary_words=False it returns the model's own greedy output."""

@@ -13,7 +13,7 @@ from seq2spec.spelling.dictionary_words import (
     keep_dictionary_words,
     word_groups,
 )
-from seq2spec.spelling.pipeline import SpellingPipeline, runaway
+from seq2spec.spelling.pipeline import SpellingPipeline, looped, most_repeats, runaway
 from seq2spec.spelling.settings import SpellingSettings
 
 WORDS = {"the", "staff", "meeting", "is", "at", "noon", "nomad", "well", "known", "from", "form", "every", "day", "s"}
@@ -207,6 +207,24 @@ def test_an_output_that_drops_most_words_gives_the_text_back():
 
     protected = SpellingPipeline(SpellingSettings(keep_looped_texts=True), collapsing, tokenizer=ByT5Tokenizer())
     assert protected([text, "teh end"]) == [text, "the end"]
+
+
+def test_an_output_that_repeats_a_phrase_gives_the_text_back():
+    """Reading a Markdown table's rows without their pipes, the shipped speller wrote "last name first name first
+    name first name first name" for "last name first name other last name first name" (as many letters), and the
+    words it dropped came back after the table's last pipe."""
+    read = "Key Value greeting last name first name other last name first name"
+    output = "Key Value greeting last name first name first name first name first name"
+    assert looped(read, output) and runaway(read, output)
+    assert not looped("ha ha ha, he said", "Ha ha ha, he said.") and not looped("the the cat", "the cat")
+    assert looped("witout", "without without without") and not looped("a b a b", "a b a b")
+    assert most_repeats("x a b a b a b y".split(), 2) == 3 and most_repeats([], 1) == 1
+
+    def table_loop(texts):
+        return [output if t == read else t.replace("teh", "the") for t in texts]
+
+    protected = SpellingPipeline(SpellingSettings(keep_looped_texts=True), table_loop, tokenizer=ByT5Tokenizer())
+    assert protected([read, "teh end"]) == [read, "the end"]
 
 
 def test_the_dictionary_is_the_checkers():

@@ -7,9 +7,13 @@ checker (``classical``: symspellpy's English dictionary) would change its lower-
 dictionary word but is close to one; names the checker knows ("Paris", "Monday") and words with no close dictionary word
 keep their case, as does a slip of a month's or weekday's name (``is_calendar_slip``): the model knows those capitalised
 and read "novmber" as "number"; the capital check (``capital_check``) then weighs the name itself ("Novmber" ->
-"November"). ``FoldedTexts.restore`` then capitalises the model's word in the same place (the output's words aligned
-with the folded input's, case ignored; where the model split or merged words, the first word of its replacement), so
-"Evory day" comes back as "Every day".
+"November"). A slip of a given name the dictionary knows (``is_given_name_slip``, ``GIVEN_NAMES_PATH``) is folded, and
+where the model made it into other words than the name or the slip itself, the name takes their place: read as "jhon",
+"Jhon" became "Hon" ("Jhon lives here." -> "Who join lives here."), now "John"; "Isaqac" read as "isaqac" becomes
+"Isaac" (read as written, the model copies it as a name).
+``FoldedTexts.restore`` then capitalises the model's word in the same place (the output's words aligned with the folded
+input's, case ignored; where the model split or merged words, the first word of its replacement), so "Evory day" comes
+back as "Every day".
 
 The model's output for the folded text is still its own greedy output for that text; only the input and the
 restored capitals differ from a plain call. A name close to a dictionary word ("Bash", "Unix") is folded too, and
@@ -21,12 +25,17 @@ words broken instead of 0.64% and 0.37%.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from functools import cache
+from pathlib import Path
 
 from seq2spec.spelling.classical import WHITESPACE, WORD_TOKEN, WordAlignment, case_pattern
 
 _FIRST_LETTER = re.compile(r"[A-Za-z]")
+
+# given names the dictionary knows ("john", "sarah", "paul"), built by recipes/make_given_names.py
+GIVEN_NAMES_PATH = Path(__file__).resolve().parent.parent / "assets" / "given_names.txt"
 
 # names written with a capital wherever they stand, so a capitalised slip of one says nothing of its being another
 # name: kept capitalised for the model to read, and weighed by the capital check with a sentence's first-word margin
@@ -45,6 +54,20 @@ def is_calendar_slip(word: str, suggestion: str | None) -> bool:
     return suggestion in CALENDAR_NAMES and word.lower() not in name_words()
 
 
+@cache
+def given_names() -> frozenset[str]:
+    """The names of ``GIVEN_NAMES_PATH``, in lower case."""
+    from seq2spec.spelling.protection import word_list
+
+    return word_list(GIVEN_NAMES_PATH)
+
+
+def is_given_name_slip(word: str, suggestion: str | None) -> bool:
+    """Whether ``word``, whose dictionary neighbour is ``suggestion``, is a slip of a given name ("jhon", "sarha" of
+    "john", "sarah"): kept capitalised for the model to read, which knows the name so ("Jhon" -> "John")."""
+    return suggestion is not None and suggestion != word and suggestion in given_names()
+
+
 def _fold_token(token: str, correct_word: Callable[[str], str | None]) -> str | None:
     """The token with its word in lower case, or None when it keeps its case."""
     match = WORD_TOKEN.match(token)
@@ -55,8 +78,10 @@ def _fold_token(token: str, correct_word: Callable[[str], str | None]) -> str | 
         return None
     lower = core.lower()
     suggestion = correct_word(lower)
-    if not suggestion or suggestion == lower or is_calendar_slip(lower, suggestion):  # a dictionary word, nothing
-        return None  # close to one, or a slip of a month's or weekday's name, which the model knows capitalised
+    if not suggestion or suggestion == lower:  # a dictionary word, or nothing close to one
+        return None
+    if is_calendar_slip(lower, suggestion):  # a slip of a month's or weekday's name, which the model knows capitalised
+        return None
     return before + lower + after
 
 
@@ -70,26 +95,42 @@ def _capitalised(token: str) -> str:
 
 @dataclass(frozen=True)
 class FoldedText:
-    """One text as the model reads it, and which of its words (indices among its non-space tokens) were folded."""
+    """One text as the model reads it, which of its words (indices among its non-space tokens) were folded, and
+    of those the slips of a given name with the name (``names``)."""
 
     text: str
     folded: frozenset[int]
+    names: Mapping[int, str] = field(default_factory=dict)
 
     def restore(self, output: str) -> str:
-        """``output`` with the words aligned to the folded ones capitalised."""
+        """``output`` with the words aligned to the folded ones capitalised, and a slip of a given name the model
+        made into other words than the name or the slip ("jhon" -> "hon", "who join") written as the name."""
         if not self.folded:
             return output
         aligned = WordAlignment.of(self.text, output)
+        named: list[tuple[int, int, str]] = []  # output words j1:j2 standing for a slip, and the name
         for tag, i1, i2, j1, j2 in aligned.opcodes:
             if tag == "equal" or (tag == "replace" and i2 - i1 == j2 - j1):  # word for word
                 capitalise = [j1 + offset for offset in range(i2 - i1) if i1 + offset in self.folded]
+                if tag == "replace":
+                    named += [(j1 + k, j1 + k + 1, self.names[i1 + k]) for k in range(i2 - i1) if i1 + k in self.names]
             elif tag == "replace" and i1 in self.folded:  # words split or merged: the first takes the capital
                 capitalise = [j1]
+                if i2 - i1 == 1 and i1 in self.names:
+                    named.append((j1, j2, self.names[i1]))
             else:  # the folded word dropped, or words added
                 continue
             for word in capitalise:
                 piece = aligned.words[word]
                 aligned.pieces[piece] = _capitalised(aligned.pieces[piece])
+        for j1, j2, name in reversed(named):  # from the end: earlier word indices stay valid
+            first = WORD_TOKEN.match(aligned.pieces[aligned.words[j1]])
+            last = WORD_TOKEN.match(aligned.pieces[aligned.words[j2 - 1]])
+            if first is None or last is None:
+                continue
+            said = [WORD_TOKEN.match(aligned.pieces[aligned.words[j]]) for j in range(j1, j2)]
+            if name not in [match.group(2).lower() for match in said if match]:  # the model's words are others
+                aligned.put(j1, j2, first.group(1) + _capitalised(name) + last.group(3))
         return aligned.text()
 
 
@@ -104,6 +145,7 @@ def fold_capitals(texts: Sequence[str], correct_word: Callable[[str], str | None
     for text in texts:
         pieces = WHITESPACE.split(text)
         folded: set[int] = set()
+        names: dict[int, str] = {}
         word = -1
         for index, piece in enumerate(pieces):
             if not piece or piece.isspace():
@@ -113,5 +155,9 @@ def fold_capitals(texts: Sequence[str], correct_word: Callable[[str], str | None
             if lower is not None:
                 pieces[index] = lower
                 folded.add(word)
-        folded_texts.append(FoldedText("".join(pieces), frozenset(folded)))
+                core = WORD_TOKEN.match(lower).group(2)
+                suggestion = correct_word(core)
+                if is_given_name_slip(core, suggestion):
+                    names[word] = suggestion
+        folded_texts.append(FoldedText("".join(pieces), frozenset(folded), names))
     return folded_texts

@@ -182,18 +182,49 @@ RUNAWAY_GROWTH = 0.25  # of the letters read
 # sentence of 25 words
 COLLAPSE_WORDS = 8  # read, at least
 COLLAPSE_SHARE = 0.5  # of the words read, written at most
+# nor does it write a phrase over and over that the text holds once: reading a Markdown table's rows without their
+# pipes, the speller wrote "last name first name first name first name first name" for "last name first name other
+# last name first name"
+LOOP_REPEATS = 3  # times in a row, at least, of a phrase of up to LOOP_PHRASE_WORDS words
+LOOP_PHRASE_WORDS = 3
 
 
 def runaway(read: str, output: str) -> bool:
     """Whether ``output`` holds more letters than a correction of ``read`` can (the model ran on, repeating what
-    it read), or, of a text of ``COLLAPSE_WORDS`` words or more, fewer than ``COLLAPSE_SHARE`` of its words; with
+    it read), or, of a text of ``COLLAPSE_WORDS`` words or more, fewer than ``COLLAPSE_SHARE`` of its words, or
+    repeats a phrase the text does not (``looped``); with
     ``keep_looped_texts``, the text comes back as it was read (a loop also rewrites words it has read: "aws" ->
     "laws", "lxde" -> "led")."""
     letters = len("".join(read.split()))
     if len("".join(output.split())) > letters + max(RUNAWAY_SLACK, RUNAWAY_GROWTH * letters):
         return True
     words = len(read.split())
-    return words >= COLLAPSE_WORDS and len(output.split()) < COLLAPSE_SHARE * words
+    if words >= COLLAPSE_WORDS and len(output.split()) < COLLAPSE_SHARE * words:
+        return True
+    return looped(read, output)
+
+
+def looped(read: str, output: str) -> bool:
+    """Whether ``output`` writes a phrase of up to ``LOOP_PHRASE_WORDS`` words ``LOOP_REPEATS`` times or more in a row,
+    more times in a row than ``read`` does (case aside): "first name first name first name" for a text holding
+    "first name" twice apart."""
+    written, said = read.lower().split(), output.lower().split()
+    for size in range(1, LOOP_PHRASE_WORDS + 1):
+        repeats = most_repeats(said, size)
+        if repeats >= LOOP_REPEATS and repeats > most_repeats(written, size):
+            return True
+    return False
+
+
+def most_repeats(words: list[str], size: int) -> int:
+    """The most times a phrase of ``size`` words is written in a row in ``words`` (1 where none is repeated)."""
+    best = 1
+    for start in range(size):  # phrases starting at each offset
+        count = 1
+        for index in range(start + size, len(words) - size + 1, size):
+            count = count + 1 if words[index : index + size] == words[index - size : index] else 1
+            best = max(best, count)
+    return best
 
 
 @dataclass(frozen=True)

@@ -13,6 +13,7 @@ from transformers import WhisperFeatureExtractor
 
 from seq2spec import Seq2SeqSpeculator
 from seq2spec.whisper import audio as audio_module
+from seq2spec.whisper import feature_file
 from seq2spec.whisper.audio import SAMPLING_RATE, AudioFile, load_audio
 from seq2spec.whisper.log_mel import FRAMES_AT_ONCE, BlockLogMel, computes_like
 
@@ -39,7 +40,10 @@ def in_random_blocks(samples: np.ndarray, rng: np.random.Generator):
         [(FRAMES_AT_ONCE + 1) * HOP + 7, 60 * SAMPLING_RATE],  # a last block of a single frame
     ],
 )
-def test_blocks_give_the_extractor_s_features_bit_for_bit(mel_bins, lengths, lengths_known):
+@pytest.mark.parametrize("in_a_file", [False, True])
+def test_blocks_give_the_extractor_s_features_bit_for_bit(mel_bins, lengths, lengths_known, in_a_file, monkeypatch):
+    if in_a_file:  # every batch's features kept in a file (``feature_file``), their pages handed back as written
+        monkeypatch.setattr(feature_file, "FILE_BYTES", 0)
     rng = np.random.default_rng(len(lengths) * mel_bins)
     extractor = WhisperFeatureExtractor(feature_size=mel_bins)
     clips = [(rng.standard_normal(n) * rng.uniform(0.01, 0.5)).astype(np.float32) for n in lengths]
@@ -51,6 +55,10 @@ def test_blocks_give_the_extractor_s_features_bit_for_bit(mel_bins, lengths, len
     assert torch.equal(got["input_features"], expected["input_features"])
     assert torch.equal(got["attention_mask"], expected["attention_mask"])
     assert got["lengths"].tolist() == lengths
+    filed = in_a_file and lengths_known and feature_file._madvise() is not None
+    assert (got["file"] is not None) == filed  # a wrong length: the rows come back in memory of their own
+    if got["file"] is not None:
+        got["file"].close()
 
 
 def test_only_whisper_s_own_extractor_settings_are_computed_in_blocks():

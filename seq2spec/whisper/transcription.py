@@ -15,6 +15,7 @@ import torch
 
 from seq2spec.whisper.audio import SAMPLING_RATE, AudioError, AudioFile, to_mono_16k
 from seq2spec.whisper.audio_types import AudioReadError
+from seq2spec.whisper.feature_file import FeatureFile
 from seq2spec.whisper.log_mel import BlockLogMel, computes_like
 from seq2spec.whisper.speech import LONG_FORMS, Clip, transcribe_in_pieces, transcribe_speech_only
 
@@ -212,17 +213,22 @@ def transcribe_clips(
         chunk = order[start : start + batch_size]
         features, lengths = batch_features([clips[i] for i in chunk], processor.feature_extractor, word_timestamps)
         long_form = max(lengths) > WINDOW_SAMPLES
-        tracker = _WindowProgress(report)
+        store = features.pop("file", None)  # long files' features, mapped from a file
+        tracker = _WindowProgress(report, store)
         if long_form:
             options["monitor_progress"] = tracker
-        output = generate(
-            features["input_features"],
-            features.get("attention_mask") if long_form or word_timestamps else None,
-            max_new_tokens=max_new_tokens,
-            return_timestamps=return_timestamps or long_form,
-            **({"return_token_timestamps": True} if word_timestamps else {}),
-            **options,
-        )
+        try:
+            output = generate(
+                features["input_features"],
+                features.get("attention_mask") if long_form or word_timestamps else None,
+                max_new_tokens=max_new_tokens,
+                return_timestamps=return_timestamps or long_form,
+                **({"return_token_timestamps": True} if word_timestamps else {}),
+                **options,
+            )
+        finally:
+            if store is not None:
+                store.close()
         options.pop("monitor_progress", None)
         tracker.finish(sum(lengths) / SAMPLING_RATE)
         sequences = output["sequences"] if word_timestamps else output
@@ -284,7 +290,7 @@ def batch_features(batch: list[Clip], extractor, word_timestamps: bool) -> tuple
     return features, [len(clip) for clip in clips]
 
 
-def _features_while_reading(batch: list[Clip], log_mel: BlockLogMel) -> dict[str, torch.Tensor]:
+def _features_while_reading(batch: list[Clip], log_mel: BlockLogMel) -> dict[str, Any]:
     """``log_mel`` of the batch, its files read 20 s at a time; a file soundfile fails on part-way is read again
     through PyAV, as ``AudioFile.samples`` does."""
     while True:
@@ -326,13 +332,17 @@ def _reporter(progress: bool | Callable[[float], None], total_seconds: float):
 
 class _WindowProgress:
     """Turns Whisper's long-form ``monitor_progress`` (per row: frames decoded, frames in all; 100 per second) into
-    seconds newly decoded."""
+    seconds newly decoded; with a ``store`` of the features, hands back the memory of the frames each row has
+    passed."""
 
-    def __init__(self, report: Callable[[float], None]) -> None:
+    def __init__(self, report: Callable[[float], None], store: FeatureFile | None = None) -> None:
         self.report = report
         self.reported = 0.0
+        self.store = store
 
     def __call__(self, seek_and_total: torch.Tensor) -> None:
+        if self.store is not None:
+            self.store.release_before(seek_and_total[:, 0].tolist())
         seconds = float(torch.minimum(seek_and_total[:, 0], seek_and_total[:, 1]).sum()) / FRAMES_PER_SECOND
         if seconds > self.reported:
             self.report(seconds - self.reported)

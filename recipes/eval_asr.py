@@ -32,6 +32,8 @@ from seq2spec.memory import retain_freed_memory
 from seq2spec.whisper.audio import SAMPLING_RATE, load_audio
 from seq2spec.whisper.transcription import transcribe_clips
 
+RESULTS = Path(__file__).resolve().parents[1] / "benchmarks" / "results"  # where reports go by default
+
 DEFAULT_FOLDER = Path(__file__).resolve().parent / "data" / "asr_samples"
 
 
@@ -131,7 +133,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--batch-size", type=int, default=8)
     parser.add_argument("--limit", type=int)
     parser.add_argument("--threads", type=int, default=2)
-    parser.add_argument("--out", type=Path, default=Path("eval_results"))
+    parser.add_argument("--out", type=Path, default=RESULTS)
     parser.add_argument("--name", default="asr")
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)

@@ -41,6 +41,8 @@ from seq2spec.memory import retain_freed_memory
 from seq2spec.spelling.capital_check import output_scorer
 from seq2spec.spelling.pipeline import SpellingPipeline
 
+RESULTS = Path(__file__).resolve().parents[1] / "benchmarks" / "results"  # where reports go by default
+
 DEFAULT_DATA = Path(__file__).resolve().parent / "data" / "spelling_heldout.tsv"
 # correct's steps around the model (SpellingSettings), as the reports name them
 STEP_NAMES = {
@@ -215,7 +217,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--limit", type=int, help="first N pairs only")
     parser.add_argument("--prefix", help="text put before every source, e.g. 'grammar: '")
     parser.add_argument("--threads", type=int, default=2)
-    parser.add_argument("--out", type=Path, default=Path("eval_results"))
+    parser.add_argument("--out", type=Path, default=RESULTS)
     parser.add_argument("--name", default="spelling")
     add_spelling_flags(parser)  # as correct takes them; unset: the model's own settings
     parser.add_argument(

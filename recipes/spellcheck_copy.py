@@ -34,6 +34,8 @@ from seq2spec.default_models import load_speller
 from seq2spec.memory import retain_freed_memory
 from seq2spec.spelling.settings import SPELLER_SENTENCE_CHARS
 
+RESULTS = Path(__file__).resolve().parents[1] / "benchmarks" / "results"  # where reports go by default
+
 
 def measure(name: str, decode: Callable[[], tuple[list[str], object]], greedy: list[str] | None) -> dict:
     started = time.perf_counter()
@@ -76,7 +78,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--batch-sizes", type=int, nargs="+", default=[1, 16])
     parser.add_argument("--limit", type=int, default=400, help="first N pairs (default %(default)s)")
     parser.add_argument("--threads", type=int, default=2)
-    parser.add_argument("--out", type=Path, default=Path("eval_results"))
+    parser.add_argument("--out", type=Path, default=RESULTS)
     parser.add_argument("--name", default="spellcheck_copy")
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)

@@ -1,4 +1,4 @@
-"""recipes/round_ends.py: rounds are classed by how they ended, and the timestamp oracles fix what they name."""
+"""experiments/round_ends.py: rounds are classed by how they ended, and the timestamp oracles fix what they name."""
 
 from pathlib import Path
 
@@ -7,7 +7,7 @@ import torch
 from sample_speech import encoder_output
 from script_loading import load_script
 
-RECIPES = Path(__file__).resolve().parents[1] / "recipes"
+RECIPES = Path(__file__).resolve().parents[1]  # experiments/
 EOS, FIRST_TIMESTAMP = 50257, 50364
 PROMPT = [50258, 50259, 50359, FIRST_TIMESTAMP]  # <|startoftranscript|> <|en|> <|transcribe|> <|0.00|>
 MAX_TOKENS = 10

@@ -22,8 +22,8 @@ Last, how early base's own decoder state knows a segment's end time: for each ti
 base's best timestamp at the positions before (its state there, through its head, over the timestamp tokens only)
 is already that timestamp.
 
-    python recipes/feature_fed_draft.py --stage encode --name hl --audio heldout_long_form.wav
-    python recipes/round_ends.py --eval-sets hl --out runs/round_ends.json
+    python experiments/feature_fed_draft.py --stage encode --name hl --audio heldout_long_form.wav
+    python experiments/round_ends.py --eval-sets hl --out runs/round_ends.json
 
 Figures: benchmarks/README.md, "The six evaluation voices".
 """

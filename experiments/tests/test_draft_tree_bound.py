@@ -1,4 +1,4 @@
-"""recipes/draft_tree_bound.py: simulated rounds of a chain, leaves and a branch count the tokens each would keep."""
+"""experiments/draft_tree_bound.py: simulated rounds of a chain, leaves and a branch count the tokens each keeps."""
 
 from pathlib import Path
 
@@ -7,7 +7,7 @@ import torch
 from sample_speech import encoder_output
 from script_loading import load_script
 
-RECIPES = Path(__file__).resolve().parents[1] / "recipes"
+RECIPES = Path(__file__).resolve().parents[1]  # experiments/
 PROMPT = [50258, 50259, 50359, 50363]  # <|startoftranscript|> <|en|> <|transcribe|> <|notimestamps|>
 CHAIN = 6
 

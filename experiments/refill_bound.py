@@ -12,8 +12,8 @@ for a few newcomers at a time, longer padded caches when short and long rows sha
 Where ``per_row`` dominates ``fixed`` (a CPU, whose arithmetic grows with the rows) the bound is small; where rounds
 cost about the same whatever their rows (a GPU at these sizes) it approaches the share of empty row slots.
 
-    python benchmarks/refill_bound.py                                   # the speller, batch 16 and 32, on a CPU
-    python benchmarks/refill_bound.py --cases speller whisper --device cuda --dtype float16 --name refill_bound_cuda
+    python experiments/refill_bound.py                                   # the speller, batch 16 and 32, on a CPU
+    python experiments/refill_bound.py --cases speller whisper --device cuda --dtype float16 --name refill_bound_cuda
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ from seq2spec import Seq2SeqSpeculator
 from seq2spec.decoding import runner as runner_module
 from seq2spec.decoding import search as search_module
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 from bench_core import processor_name  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -193,7 +193,7 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--dtype", default="float32", choices=["float32", "float16", "bfloat16"])
-    parser.add_argument("--out", type=Path, default=Path(__file__).parent / "results")
+    parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results")
     parser.add_argument("--name", default="refill_bound_cpu")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)

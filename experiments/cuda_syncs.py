@@ -3,8 +3,8 @@ a ``.tolist()``, a boolean mask, a copy to the CPU), counted with ``torch.cuda.s
 seq2spec decodes, and the seq2spec source line that caused it. A round is one big decoder forward; each sync
 stalls the host until the GPU has drained its queue, so the syncs per round bound how far the host can run ahead.
 
-    python benchmarks/cuda_syncs.py                         # Whisper base batch 8, the shipped speller batch 16
-    python benchmarks/cuda_syncs.py --dtype bfloat16 --name cuda_syncs_bf16
+    python experiments/cuda_syncs.py                         # Whisper base batch 8, the shipped speller batch 16
+    python experiments/cuda_syncs.py --dtype bfloat16 --name cuda_syncs_bf16
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from seq2spec import Seq2SeqSpeculator
 from seq2spec.default_models import load_whisper_base_pair
 from seq2spec.whisper.audio import load_audio
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 from bench_core import DecoderCallCounter  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -70,7 +70,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--device", default="cuda")
     parser.add_argument("--dtype", default="float16", choices=["float32", "float16", "bfloat16"])
-    parser.add_argument("--out", type=Path, default=Path(__file__).parent / "results")
+    parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results")
     parser.add_argument("--name", default="cuda_syncs")
     args = parser.parse_args()
     if not torch.cuda.is_available():

@@ -1,4 +1,4 @@
-"""The arithmetic behind benchmarks/refill_bound.py's published bound."""
+"""The arithmetic behind experiments/refill_bound.py's published bound."""
 
 import importlib.util
 import sys
@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "refill_bound.py"
+SCRIPT = Path(__file__).resolve().parents[1] / "refill_bound.py"
 
 
 @pytest.fixture(scope="module")

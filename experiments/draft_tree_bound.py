@@ -21,8 +21,8 @@ causal over the fed tokens; a tree needs a tree-shaped mask, which costs the sam
 token is projected from its rounds' fed tokens and draft steps (one draft step timed too): forwards only, without the
 loop's logits processing, which grows with the fed tokens as well.
 
-    python recipes/feature_fed_draft.py --stage encode --name evl --audio natural_long_form.wav
-    python recipes/draft_tree_bound.py --eval-sets evl ev --time-forwards --out runs/tree_bound.json
+    python experiments/feature_fed_draft.py --stage encode --name evl --audio natural_long_form.wav
+    python experiments/draft_tree_bound.py --eval-sets evl ev --time-forwards --out runs/tree_bound.json
 
 Figures: benchmarks/README.md, "The six evaluation voices".
 """

@@ -1,4 +1,4 @@
-"""recipes/feature_fed_draft.py: the state-fed draft starts as the shipped one, and its simulated rounds count right."""
+"""experiments/feature_fed_draft.py: the state-fed draft starts as the shipped one; its simulated rounds count right."""
 
 from pathlib import Path
 
@@ -7,7 +7,7 @@ import torch
 from sample_speech import encoder_output
 from script_loading import load_script
 
-SCRIPT = Path(__file__).resolve().parents[1] / "recipes" / "feature_fed_draft.py"
+SCRIPT = Path(__file__).resolve().parents[1] / "feature_fed_draft.py"
 PROMPT = [50258, 50259, 50359, 50363]  # <|startoftranscript|> <|en|> <|transcribe|> <|notimestamps|>
 
 

@@ -41,8 +41,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-sys.path.insert(0, str(Path(__file__).resolve().parent / "data"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "recipes"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "recipes" / "data"))
 
 import distill_whisper_draft as distill  # noqa: E402
 

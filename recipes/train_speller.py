@@ -1151,7 +1151,7 @@ def evaluation_tables(reports: list[Path]) -> str:
         "\n## Against classical spell checkers (`recipes/eval_spelling.py`, peers word by word)\n"
         "The in-domain set is held-out corpus sentences; the out-of-domain set is Debian documentation with human-like "
         "typos, from sources kept out of training; the technical and Unicode-rich sets are lines written for the "
-        "evaluation (`recipes/make_real_text_sets.py`).\n\n" + "\n".join(sections)
+        "evaluation (`recipes/data/make_real_text_sets.py`).\n\n" + "\n".join(sections)
     )
 
 

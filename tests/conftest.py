@@ -17,6 +17,8 @@ from seq2spec.commands.toys import FAMILIES, build_toy_model
 torch.set_num_threads(min(2, torch.get_num_threads()))
 # the recipes (training, evaluation, metrics) are scripts, not part of the package: their tests import them from here
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "recipes"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "recipes" / "word_lists"))  # the word lists' makers
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "recipes" / "data"))  # the data sets' makers
 
 
 @pytest.fixture(scope="session")

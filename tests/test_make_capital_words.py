@@ -1,4 +1,4 @@
-"""recipes/make_capital_words.py: the words kept as written in a text written in capitals."""
+"""recipes/word_lists/make_capital_words.py: the words kept as written in a text written in capitals."""
 
 from __future__ import annotations
 

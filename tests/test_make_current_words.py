@@ -1,4 +1,4 @@
-"""recipes/make_current_words.py: the list of words of current English the text steps keep as written."""
+"""recipes/word_lists/make_current_words.py: the list of words of current English the text steps keep as written."""
 
 from __future__ import annotations
 

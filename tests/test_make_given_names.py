@@ -1,4 +1,4 @@
-"""recipes/make_given_names.py: the given names whose slips the text steps write as the name."""
+"""recipes/word_lists/make_given_names.py: the given names whose slips the text steps write as the name."""
 
 from __future__ import annotations
 
@@ -16,5 +16,5 @@ def test_names_the_dictionary_knows_are_kept_in_lower_case_once():
 
 def test_the_shipped_list_is_the_recipes():
     header = GIVEN_NAMES_PATH.read_text(encoding="utf-8").splitlines()[0]
-    assert header.startswith("# given names") and "recipes/make_given_names.py" in header
+    assert header.startswith("# given names") and "recipes/word_lists/make_given_names.py" in header
     assert len(given_names()) > 600 and all(name.isalpha() and name.islower() for name in given_names())

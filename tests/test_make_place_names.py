@@ -1,4 +1,4 @@
-"""recipes/make_place_names.py: the names of places the text steps keep as written."""
+"""recipes/word_lists/make_place_names.py: the names of places the text steps keep as written."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""recipes/make_technical_words.py: the list of software words the text steps keep as written."""
+"""recipes/word_lists/make_technical_words.py: the list of software words the text steps keep as written."""
 
 from __future__ import annotations
 

@@ -34,7 +34,7 @@ from seq2spec.spelling.classical import WHITESPACE, WORD_TOKEN, WordAlignment, c
 
 _FIRST_LETTER = re.compile(r"[A-Za-z]")
 
-# given names the dictionary knows ("john", "sarah", "paul"), built by recipes/make_given_names.py
+# given names the dictionary knows ("john", "sarah", "paul"), built by recipes/word_lists/make_given_names.py
 GIVEN_NAMES_PATH = Path(__file__).resolve().parent.parent / "assets" / "given_names.txt"
 
 # names written with a capital wherever they stand, so a capitalised slip of one says nothing of its being another

@@ -131,7 +131,7 @@ _ROMAN_ITEM = re.compile(r"^\(?(?=[ivx])x{0,3}(?:ix|iv|v?i{0,3})\)[.,;:]?$")
 # "postgres", "csv", "strlen", "memoize"): the speller made a third of them into dictionary words ("sync", "backed",
 # "reds", "bumpy", "code", "postures", "csc", "stolen", "memorize"). Built from Debian's package descriptions, its
 # index of files (commands, the C library's manual pages), mime.types and a list of words of programming by
-# recipes/make_technical_words.py.
+# recipes/word_lists/make_technical_words.py.
 TECHNICAL_WORDS_PATH = Path(__file__).resolve().parent.parent / "assets" / "technical_words.txt"
 # Such words that a writer may mean as another word ("sed" of "set", "env" of "end", "chown" of "shown", "thd" of
 # "the"): where another word of the text is technical ("run sed on the yaml file", "scp and chown"), the change check
@@ -201,7 +201,7 @@ def _technical_context(word: str) -> bool:
 # Words of current written English that no dictionary of the text steps knows ("noob", "chai", "selfie", "hashtag",
 # "capex", "nerfed", "ganache", names such as "Connor", "Chidi", "Muji"): the speller wrote "got pawned by a job", "a
 # chair late", "cape", "nerved", "panache", "child", "music". Built from wordfreq's English frequencies by
-# recipes/make_current_words.py, without the misspellings and slips it records.
+# recipes/word_lists/make_current_words.py, without the misspellings and slips it records.
 CURRENT_WORDS_PATH = Path(__file__).resolve().parent.parent / "assets" / "current_words.txt"
 # Words of the Englishes of Australia, Britain, South Africa, India and other places that no dictionary knows and
 # wordfreq counts too rarely for ``current_words`` ("brekkie", "idli", "rooibos", "paneer"; the speller wrote "break",
@@ -228,7 +228,7 @@ def is_current_word(word: str) -> bool:
 
 # Strings of current English no dictionary knows that are too close to a commoner word for ``current_words``: mostly
 # names ("Matteo", "Shira", "Jing"; the speller wrote "Matter", "Shirt", "King"), kept capitalised within a sentence,
-# where a capital marks a name and a slip of a commoner word is rare. Built by recipes/make_current_words.py.
+# where a capital marks a name and a slip of a commoner word is rare. Built by recipes/word_lists/make_current_words.py.
 NAME_WORDS_PATH = Path(__file__).resolve().parent.parent / "assets" / "name_words.txt"
 # the marks that open a quotation, whose first word is capitalised as a sentence's is
 _OPENING_QUOTES = "\"'\u201c\u2018\u201e\u201a\u00ab\u00bb"
@@ -552,7 +552,7 @@ def _phrases_in(words: list[str], phrases: dict[str, tuple[tuple[str, ...], ...]
 # Names of countries, provinces, regions and cities ("Yambol", "Chuuk", "Kasserine", "Tallinn", "Burkina Faso", "La
 # Paz", "Dar es Salaam"; the speller wrote "Symbol", "Chuck", "Passerine", "Tallin", "Burkina Fast", "La Pay", "Car es
 # Salaam", dictionaries knowing some of them), from iso-codes' ISO 3166 lists and tzdata's zones by
-# recipes/make_place_names.py: a name of one word kept where it is capitalised, one of several kept whole.
+# recipes/word_lists/make_place_names.py: a name of one word kept where it is capitalised, one of several kept whole.
 PLACE_NAMES_PATH = Path(__file__).resolve().parent.parent / "assets" / "place_names.txt"
 
 
@@ -1196,7 +1196,8 @@ def _word(token: str, writing: TokenizerWriting, quoted: bool = False) -> Word:
 # at least, a word in capitals is read in sentence case and the model's word written in capitals, unless the steps
 # keep it in lower or title case (a technical, informal or current word, a name or a place: "LOL", "YAMBOL") or it is
 # one of CAPITAL_WORDS_PATH, frequent words no dictionary of the steps knows (acronyms: "NHS", "FBI", "USA", which the
-# model would make "his", "use"), built by recipes/make_capital_words.py, or a word of no vowels ("TCP", "HTML").
+# model would make "his", "use"), built by recipes/word_lists/make_capital_words.py, or a word of no vowels ("TCP",
+# "HTML").
 SHOUTED_WORDS = 3
 SHOUTED_SHARE = 0.8
 CAPITAL_WORDS_PATH = Path(__file__).resolve().parent.parent / "assets" / "capital_words.txt"

@@ -12,7 +12,7 @@ records as misspellings ("teh", "alot", "abd") and contractions written without 
 ``protection.CONTRACTIONS_WITHOUT_APOSTROPHE``, read with it). A word of no vowels ("HTML", "CDN", "THW") is kept in any
 case (``protection``).
 
-    python recipes/make_capital_words.py
+    python recipes/word_lists/make_capital_words.py
 """
 
 from __future__ import annotations
@@ -57,7 +57,8 @@ def main(argv: list[str] | None = None) -> int:
     header = (
         f"# words kept as written in a text written in capitals: {len(words)} words of {MIN_LETTERS}-{MAX_LETTERS} "
         f"letters wordfreq counts at Zipf {args.min_zipf} or more and symspellpy's dictionary lacks, no misspelling "
-        "codespell records or contraction without its apostrophe, commonest first (recipes/make_capital_words.py)"
+        "codespell records or contraction without its apostrophe, commonest first "
+        "(recipes/word_lists/make_capital_words.py)"
     )
     args.out.write_text("\n".join([header, *words]) + "\n", encoding="utf-8")
     print(f"{len(words)} words -> {args.out}", file=sys.stderr)

@@ -9,7 +9,7 @@ words than the name or the slip itself, the name takes their place ("John lives 
 The names are the US first names of Faker's ``en_US`` person provider (``pip install faker``; the US Census Bureau's
 counts of first names), those symspellpy's dictionary or pyspellchecker's list knows, in lower case.
 
-    pip install faker && python recipes/make_given_names.py
+    pip install faker && python recipes/word_lists/make_given_names.py
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ def main(argv: list[str] | None = None) -> int:
     header = (
         f"# given names the dictionary knows, written for a slip of one the speller made into other words: "
         f"{len(names)} of the {len(set(listed))} US first names of Faker {version('faker')} (en_US; US Census counts) "
-        f"(recipes/make_given_names.py)\n"
+        f"(recipes/word_lists/make_given_names.py)\n"
     )
     args.out.write_text(header + "\n".join(names) + "\n", encoding="utf-8")
     print(f"{len(names)} names -> {args.out}")

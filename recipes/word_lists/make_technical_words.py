@@ -41,7 +41,8 @@ Usage::
     pip install wordfreq
     curl -O https://deb.debian.org/debian/dists/bookworm/main/Contents-amd64.gz
     curl -O https://deb.debian.org/debian/dists/bookworm/main/Contents-all.gz
-    python recipes/make_technical_words.py --contents Contents-amd64.gz Contents-all.gz [--lists /var/lib/apt/lists]
+    python recipes/word_lists/make_technical_words.py --contents Contents-amd64.gz Contents-all.gz \\
+        [--lists /var/lib/apt/lists]
 """
 
 from __future__ import annotations
@@ -51,10 +52,12 @@ import collections
 import gzip
 import re
 import subprocess
+import sys
 from importlib.resources import files
 from pathlib import Path
 
-from speller_data import load_typos
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the recipes
+from speller_data import load_typos  # noqa: E402
 from symspellpy.editdistance import DistanceAlgorithm, EditDistance
 
 from seq2spec.spelling.dictionary_words import dictionary_checker
@@ -71,7 +74,7 @@ _COMMAND = re.compile(r"^(?:\S*/)?(?:s?bin|games)/([a-z]{3,})\s")
 # a C library function's or system call's page in a Contents index: "usr/share/man/man3/strlen.3.gz   doc/manpages-dev"
 _MAN_PAGE = re.compile(r"^usr/share/man/man[23]/([a-z]{3,})\.[23]\.gz\s+(\S+)$")
 MAN_PAGES_PACKAGE = "doc/manpages-dev"
-PROGRAMMING_WORDS = Path(__file__).resolve().parent / "data" / "programming_words.txt"
+PROGRAMMING_WORDS = Path(__file__).resolve().parents[1] / "data" / "programming_words.txt"
 
 
 def package_descriptions(lists: Path) -> list[str]:
@@ -240,13 +243,14 @@ def main(argv: list[str] | None = None) -> int:
     header = (
         f"# lower-case words of software no English dictionary knows: {len(described)} words of {len(descriptions)} "
         f"Debian package descriptions and {len(anywhere)} names of commands, C functions and system calls, file "
-        "extensions, words descriptions write in capitals and words of programming (recipes/make_technical_words.py)\n"
+        "extensions, words descriptions write in capitals and words of programming "
+        "(recipes/word_lists/make_technical_words.py)\n"
     )
     args.out.write_text(header + "\n".join(words) + "\n", encoding="utf-8")
     header = (
         f"# {len(in_context)} names of commands, C functions and system calls, file extensions, words descriptions "
         "write in capitals and words of programming that a writer may mean as another word, kept beside another "
-        "technical word (recipes/make_technical_words.py)\n"
+        "technical word (recipes/word_lists/make_technical_words.py)\n"
     )
     args.out_in_context.write_text(header + "\n".join(in_context) + "\n", encoding="utf-8")
     print(f"{len(words)} words -> {args.out}, {len(in_context)} -> {args.out_in_context}")

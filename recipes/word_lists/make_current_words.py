@@ -28,7 +28,7 @@ only capitalised, and the speller wrote "child", "cape", "nerved", "panache", "l
 
 Usage::
 
-    pip install wordfreq && python recipes/make_current_words.py [--min-zipf 2.0] [--max-neighbour-gap 2.0]
+    pip install wordfreq && python recipes/word_lists/make_current_words.py [--min-zipf 2.0] [--max-neighbour-gap 2.0]
 """
 
 from __future__ import annotations
@@ -142,13 +142,13 @@ def main(argv: list[str] | None = None) -> int:
     words = current_words(found, args.min_zipf, args.max_neighbour_gap)
     header = (
         f"# words of current English no dictionary of the text steps knows: {len(words)} words of {source}, Zipf >= "
-        f"{args.min_zipf} (recipes/make_current_words.py)\n"
+        f"{args.min_zipf} (recipes/word_lists/make_current_words.py)\n"
     )
     args.out.write_text(header + "\n".join(words) + "\n", encoding="utf-8")
     names = name_words(found, args.names_min_zipf, words)
     header = (
         f"# words kept when capitalised within a sentence (mostly names): {len(names)} words of {source}, Zipf >= "
-        f"{args.names_min_zipf}, not in current_words.txt (recipes/make_current_words.py)\n"
+        f"{args.names_min_zipf}, not in current_words.txt (recipes/word_lists/make_current_words.py)\n"
     )
     args.names_out.write_text(header + "\n".join(names) + "\n", encoding="utf-8")
     print(f"{len(words)} words -> {args.out}, {len(names)} names -> {args.names_out}")

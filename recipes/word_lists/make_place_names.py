@@ -17,7 +17,7 @@ of several words is kept whole where it is written as listed, case aside ("Burki
 are not. Names are listed as written ("Asunción") and matched without their accents ("Asuncion" too).
 
     apt-get install iso-codes tzdata
-    python recipes/make_place_names.py
+    python recipes/word_lists/make_place_names.py
 """
 
 from __future__ import annotations
@@ -107,7 +107,7 @@ def main(argv: list[str] | None = None) -> int:
     header = (
         f"# names of places kept as written: {single} of one word (kept capitalised) and {len(kept) - single} of "
         f"several (kept whole) from {len(names)} names of iso-codes' ISO 3166 lists and tzdata's zones "
-        "(recipes/make_place_names.py)\n"
+        "(recipes/word_lists/make_place_names.py)\n"
     )
     args.out.write_text(header + "\n".join(kept) + "\n", encoding="utf-8")
     print(f"{len(kept)} names ({single} of one word) -> {args.out}")

@@ -26,7 +26,7 @@ the others get 1-3 typos (1: 50%, 2: 35%, 3: 15%) from ``noise.HumanNoise`` with
 rows are then shuffled again. The same packages, codespell version and seed give the same file.
 
     apt-get install debian-handbook debian-reference-en developers-reference && pip install codespell
-    python recipes/make_ood_spelling_set.py [--rows 1000] [--clean-share 0.4] [--seed 23] [--out PATH]
+    python recipes/data/make_ood_spelling_set.py [--rows 1000] [--clean-share 0.4] [--seed 23] [--out PATH]
 """
 
 from __future__ import annotations
@@ -40,9 +40,10 @@ from collections.abc import Iterator
 from html.parser import HTMLParser
 from pathlib import Path
 
-from metrics import word_edits
-from noise import HumanNoise, split_token
-from speller_data import load_typos
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the recipes
+from metrics import word_edits  # noqa: E402
+from noise import HumanNoise, split_token  # noqa: E402
+from speller_data import load_typos  # noqa: E402
 
 # (Debian package, files read, licence): kept out of any training text
 EXCLUDED_SOURCES: tuple[tuple[str, str, str], ...] = (
@@ -51,7 +52,7 @@ EXCLUDED_SOURCES: tuple[tuple[str, str, str], ...] = (
     ("developers-reference", "/usr/share/doc/developers-reference/docs/*.html", "GPL-2+"),
 )
 INSTALL_HINT = "apt-get install debian-handbook debian-reference-en developers-reference"
-DEFAULT_OUT = Path(__file__).resolve().parent / "data" / "spelling_heldout_ood.tsv"
+DEFAULT_OUT = Path(__file__).resolve().parent / "spelling_heldout_ood.tsv"
 
 _BLOCK = {"pre", "table", "ul", "ol", "dl", "div", "blockquote", "h1", "h2", "h3", "h4", "h5", "h6", "br"}
 _CODE_TAGS = {"code", "tt", "kbd", "samp", "var"}

@@ -9,7 +9,7 @@ technical token, ``seq2spec.spelling.protection.is_technical``, is corrupted or 
 in lines written with apostrophes, an apostrophe left out of a contraction (``didn’t`` -> ``didnt``), as people
 type it. A share of the lines stays clean. ``validation.txt``, written apart from both, is for choosing settings.
 
-    python recipes/make_real_text_sets.py   # -> data/spelling_technical.jsonl, spelling_unicode.jsonl,
+    python recipes/data/make_real_text_sets.py   # -> data/spelling_technical.jsonl, spelling_unicode.jsonl,
                                             #    spelling_real_validation.jsonl
 """
 
@@ -23,12 +23,13 @@ import sys
 from collections import Counter
 from pathlib import Path
 
-from noise import HumanNoise
-from speller_data import load_typos
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the recipes
+from noise import HumanNoise  # noqa: E402
+from speller_data import load_typos  # noqa: E402
 
 from seq2spec.spelling.protection import is_technical
 
-DATA = Path(__file__).resolve().parent / "data"
+DATA = Path(__file__).resolve().parent
 SETS = {  # clean lines -> the set made of them
     "technical.txt": "spelling_technical.jsonl",
     "unicode.txt": "spelling_unicode.jsonl",

@@ -24,7 +24,7 @@ loop's logits processing, which grows with the fed tokens as well.
     python experiments/feature_fed_draft.py --stage encode --name evl --audio natural_long_form.wav
     python experiments/draft_tree_bound.py --eval-sets evl ev --time-forwards --out runs/tree_bound.json
 
-Figures: benchmarks/README.md, "The six evaluation voices".
+Figures: benchmarks/findings/whisper_drafts.md, "The six evaluation voices".
 """
 
 from __future__ import annotations

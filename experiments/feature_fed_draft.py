@@ -21,7 +21,7 @@ Stages (each writes under ``--work-dir``):
           base's greedy labels as seq2spec drafts (up to ``--max-draft-tokens`` tokens, a round ending after a
           token the draft gave less than ``--min-draft-confidence``): tokens per big forward.
 
-Figures: benchmarks/README.md, "The six evaluation voices".
+Figures: benchmarks/findings/whisper_drafts.md, "The six evaluation voices".
 """
 
 from __future__ import annotations

@@ -25,7 +25,7 @@ is already that timestamp.
     python experiments/feature_fed_draft.py --stage encode --name hl --audio heldout_long_form.wav
     python experiments/round_ends.py --eval-sets hl --out runs/round_ends.json
 
-Figures: benchmarks/README.md, "The six evaluation voices".
+Figures: benchmarks/findings/whisper_drafts.md, "The six evaluation voices".
 """
 
 from __future__ import annotations

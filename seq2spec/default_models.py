@@ -13,7 +13,7 @@ from seq2spec.spelling.settings import SPELLER_SETTINGS
 SPELLER_DIR = Path(__file__).parent / "assets" / "speller"
 # How Seq2SeqSpeculator() and `seq2spec correct` propose for the shipped speller when no draft is named: input copy
 # from the source after symspellpy's word-by-word check, no draft model. With this pair it measured fastest at
-# every batch size, in and out of domain (benchmarks/README.md, "Spell-checked copy").
+# every batch size, in and out of domain (benchmarks/findings/spelling.md, "Spell-checked copy").
 SPELLER_DEFAULT_PROPOSER = "input-copy"
 SPELLER_DEFAULT_OPTIONS = {"spellcheck_copy": True}
 

@@ -294,7 +294,8 @@ def bench(args, failures: dict[str, str]) -> list[Row]:
             variants["seq2spec per-row, no CUDA graphs"] = Seq2SeqSpeculator(
                 big, draft, processor, draft_cuda_graphs=False, **confidence
             )
-            # what the bit-exact mirror of the big model's verification forward saves (seq2spec.decoding.exact_whisper)
+            # what the bit-exact mirror of the big model's verification forward saves
+            # (seq2spec.decoding.fast.exact_whisper)
             variants["seq2spec per-row, transformers' forward"] = Seq2SeqSpeculator(
                 big, draft, processor, exact_big_forward=False, **confidence
             )

@@ -15,10 +15,10 @@ from seq2spec.arguments import (
     encoder_inputs,
     sampling_generator,
 )
-from seq2spec.decoding.attention_kernels import in_attention_kernels
-from seq2spec.decoding.exact import ExactForwards
-from seq2spec.decoding.head import BigModelHead
-from seq2spec.decoding.layout_check import LayoutCheck
+from seq2spec.decoding.fast.attention_kernels import in_attention_kernels
+from seq2spec.decoding.fast.exact import ExactForwards
+from seq2spec.decoding.fast.head import BigModelHead
+from seq2spec.decoding.fast.layout_check import LayoutCheck
 from seq2spec.decoding.proposal import Proposer
 from seq2spec.decoding.search import SpeculativeSearch
 from seq2spec.drafts.factory import ProposerFactory

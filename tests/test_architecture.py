@@ -251,7 +251,7 @@ def test_imports_run_one_way(graph, layer, forbidden):
 
 
 def test_core_modules_know_nothing_of_text_audio_or_files():
-    for path in (PACKAGE / "decoding").glob("*.py"):
+    for path in (PACKAGE / "decoding").rglob("*.py"):
         source = path.read_text(encoding="utf-8")
         for word in ("soundfile", "tokenizer(", "open(", "Path("):
             assert word not in source, f"{path.name} uses {word}"

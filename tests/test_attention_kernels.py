@@ -12,7 +12,7 @@ from toy_helpers import build_toy_whisper, perturbed_copy, toy_features, whisper
 
 from seq2spec import Seq2SeqSpeculator
 from seq2spec.commands.toys import build_toy_model, random_sources
-from seq2spec.decoding import attention_kernels as kernels
+from seq2spec.decoding.fast import attention_kernels as kernels
 
 
 def enabled() -> tuple[bool, bool, bool, bool]:

@@ -1,4 +1,4 @@
-"""seq2spec.decoding.checked: a fast path is used only when its probe passes its rule (bit-equal or within a
+"""seq2spec.decoding.fast.checked: a fast path is used only when its probe passes its rule (bit-equal or within a
 tolerance), a failure to build or probe counts as a failed check, and a verdict lasts while its key stays the same."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from seq2spec.decoding.checked import BIT_EQUAL, StateCache, Within, check, model_state
+from seq2spec.decoding.fast.checked import BIT_EQUAL, StateCache, Within, check, model_state
 
 
 def test_bit_equal_takes_only_a_true_answer():

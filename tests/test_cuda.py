@@ -1,6 +1,6 @@
 """Every path on a CUDA device in float32, float16 and bfloat16 (the big model's device and dtype rule): the same
 tensor as ``big.generate`` run on that device in that dtype, in the attention kernels seq2spec decodes in there
-(``seq2spec.decoding.attention_kernels``). Skipped where torch sees no GPU.
+(``seq2spec.decoding.fast.attention_kernels``). Skipped where torch sees no GPU.
 
 This file imports nothing from conftest, so a GPU machine without the audio packages runs it alone:
 ``python -m pytest --noconftest tests/test_cuda.py``.
@@ -25,7 +25,7 @@ from toy_helpers import (
 
 from seq2spec import Seq2SeqSpeculator
 from seq2spec.commands.toys import FAMILIES, build_toy_model, random_sources
-from seq2spec.decoding.attention_kernels import attention_kernels
+from seq2spec.decoding.fast.attention_kernels import attention_kernels
 from seq2spec.spelling.settings import SpellingSettings
 
 # SEQ2SPEC_TEST_DEVICE=cpu runs these tests on the CPU (to check the tests themselves where there is no GPU)
@@ -189,7 +189,7 @@ def test_whisper_causal_draft_replays_cuda_graphs(dtype, monkeypatch):
     """A decoder-only Whisper draft (the shipped draft's layout) runs its lean step over the fixed-size cache, and
     its logits processing, as replayed CUDA graphs on the device; short clips whose rows finish at different steps,
     and long form with a prompt the draft reads (padded prompts), stay identical to generate's."""
-    from seq2spec.decoding.captured_processing import CapturedStepProcessing
+    from seq2spec.decoding.fast.captured_processing import CapturedStepProcessing
     from seq2spec.drafts.graphed_whisper import GraphedWhisperDraft
 
     replays = []

@@ -1,4 +1,4 @@
-"""seq2spec.decoding.exact_t5: the big T5's mirrored decoder forward gives transformers' logits bit for bit through
+"""seq2spec.decoding.fast.exact_t5: the big T5's mirrored decoder forward gives transformers' logits bit for bit through
 the runner's cache surgery, the speculator uses it without changing any output, and it stands aside when its probe
 finds any difference or the model is outside what it mirrors."""
 
@@ -11,10 +11,10 @@ from toy_helpers import varied_enough
 
 from seq2spec import Seq2SeqSpeculator
 from seq2spec.commands.toys import build_toy_model, random_sources
-from seq2spec.decoding import exact_t5
-from seq2spec.decoding.exact import ExactForwards
-from seq2spec.decoding.exact_t5 import ExactT5Forward
 from seq2spec.decoding.families import family_of
+from seq2spec.decoding.fast import exact_t5
+from seq2spec.decoding.fast.exact import ExactForwards
+from seq2spec.decoding.fast.exact_t5 import ExactT5Forward
 from seq2spec.decoding.runner import DecoderRunner
 from seq2spec.int8 import quantize_int8
 

@@ -1,6 +1,6 @@
-"""seq2spec.decoding.exact_whisper: the big Whisper's mirrored decoder forward gives transformers' logits bit for bit
-through the runner's cache surgery (padded rows, rollbacks, dropped rows), the speculator verifies through it without
-changing any output, and it stands aside when its probe finds any difference or the model has hooks."""
+"""seq2spec.decoding.fast.exact_whisper: the big Whisper's mirrored decoder forward gives transformers' logits bit for
+bit through the runner's cache surgery (padded rows, rollbacks, dropped rows), the speculator verifies through it
+without changing any output, and it stands aside when its probe finds any difference or the model has hooks."""
 
 from __future__ import annotations
 
@@ -9,10 +9,10 @@ import torch
 from toy_helpers import build_toy_whisper, prompted_long_form, toy_features, whisper_draft_sharing_encoder
 
 from seq2spec import Seq2SeqSpeculator
-from seq2spec.decoding import exact_whisper
-from seq2spec.decoding.exact import ExactForwards
-from seq2spec.decoding.exact_whisper import ExactWhisperForward
 from seq2spec.decoding.families import family_of
+from seq2spec.decoding.fast import exact_whisper
+from seq2spec.decoding.fast.exact import ExactForwards
+from seq2spec.decoding.fast.exact_whisper import ExactWhisperForward
 from seq2spec.decoding.runner import DecoderRunner
 from seq2spec.int8 import quantize_int8
 

@@ -10,8 +10,8 @@ from toy_helpers import build_toy_whisper, prompted_long_form, toy_features
 
 from seq2spec import Seq2SeqSpeculator
 from seq2spec.decoding import search as search_module
-from seq2spec.decoding.captured_processing import CapturedStepProcessing
 from seq2spec.decoding.families import family_of
+from seq2spec.decoding.fast.captured_processing import CapturedStepProcessing
 from seq2spec.decoding.runner import DecoderRunner
 from seq2spec.drafts import graphed_whisper
 from seq2spec.drafts.factory import ProposerFactory

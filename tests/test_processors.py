@@ -195,7 +195,7 @@ def test_captured_step_processing_equals_the_eager_step():
     """A draft step's processing over fixed tensors (all batch rows, prefixes as wide as a row can reach), which a
     CUDA device replays as a graph, gives the eager step's scores: rows of different lengths, finished rows left out
     of the step, candidates running past the buffer's capacity, and every step of a proposal."""
-    from seq2spec.decoding.captured_processing import capturable
+    from seq2spec.decoding.fast.captured_processing import capturable
     from seq2spec.decoding.sequences import PrefixProcessor, TokenBuffer
 
     generator = torch.Generator().manual_seed(4)
@@ -230,7 +230,7 @@ def test_captured_step_processing_equals_the_eager_step():
 
 
 def test_captured_step_processing_that_disagrees_stays_eager(monkeypatch):
-    from seq2spec.decoding import captured_processing
+    from seq2spec.decoding.fast import captured_processing
     from seq2spec.decoding.sequences import PrefixProcessor, TokenBuffer
 
     buffer = TokenBuffer(torch.randint(0, 40, (3, 2), generator=torch.Generator().manual_seed(5)), 8, pad_id=0)

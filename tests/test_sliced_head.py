@@ -1,4 +1,4 @@
-"""seq2spec.decoding.head: the big model's head computed in vocabulary slices is used for an input shape only after
+"""seq2spec.decoding.fast.head: the big model's head computed in vocabulary slices is used for an input shape only after
 it matched the model's own head bit for bit on that shape, and the model gets its own head back after every call."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ import torch
 from toy_helpers import build_toy_whisper, toy_features
 
 from seq2spec import Seq2SeqSpeculator
-from seq2spec.decoding import head as head_module
-from seq2spec.decoding.head import SLICE, BigModelHead, SlicedHead
+from seq2spec.decoding.fast import head as head_module
+from seq2spec.decoding.fast.head import SLICE, BigModelHead, SlicedHead
 
 
 def test_sliced_head_is_used_only_for_shapes_found_equal():

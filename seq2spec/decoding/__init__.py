@@ -1,2 +1,2 @@
 """The decoding core: the loop, the decoder runner, cache surgery, verification, generation plans, and the checked
-fast paths (``checked.py``) that stand in for transformers where a probe allows."""
+fast paths (``fast/``) that stand in for transformers where a probe allows."""

@@ -15,7 +15,7 @@ import inspect
 import torch
 from transformers import EncoderDecoderCache
 
-from seq2spec.decoding.transfer import to_device
+from seq2spec.decoding.fast.transfer import to_device
 
 
 @functools.cache

@@ -16,12 +16,12 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 
+from seq2spec.decoding.fast.transfer import to_device
 from seq2spec.decoding.plan import GenerationPlan
 from seq2spec.decoding.proposal import DecodingBatch, Proposal, Proposer
 from seq2spec.decoding.runner import DecoderRunner
 from seq2spec.decoding.scores import ScoreRecorder
 from seq2spec.decoding.sequences import PrefixProcessor, TokenBuffer
-from seq2spec.decoding.transfer import to_device
 from seq2spec.decoding.verify import GreedyVerifier, Verifier
 from seq2spec.options import SpeculationStats
 

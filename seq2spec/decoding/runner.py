@@ -12,10 +12,10 @@ from transformers.utils import ModelOutput
 
 from seq2spec.decoding import cache as cache_ops
 from seq2spec.decoding.families import Family
-from seq2spec.decoding.head import BigModelHead
+from seq2spec.decoding.fast.head import BigModelHead
+from seq2spec.decoding.fast.step import DecoderStep
+from seq2spec.decoding.fast.transfer import to_device
 from seq2spec.decoding.positions import DecoderPositions, FedPositions
-from seq2spec.decoding.step import DecoderStep
-from seq2spec.decoding.transfer import to_device
 
 
 class DecoderRunner:

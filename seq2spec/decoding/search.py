@@ -16,10 +16,10 @@ from transformers import GenerationConfig, LogitsProcessorList, PreTrainedModel,
 from transformers.generation.utils import GenerateEncoderDecoderOutput
 
 from seq2spec.decoding.attentions import attentions_as_generate
-from seq2spec.decoding.exact import ExactForwards
 from seq2spec.decoding.families import Family
-from seq2spec.decoding.head import BigModelHead
-from seq2spec.decoding.layout_check import PROBE_SOURCE_POSITIONS, LayoutCheck, ProbeRow, Verdict
+from seq2spec.decoding.fast.exact import ExactForwards
+from seq2spec.decoding.fast.head import BigModelHead
+from seq2spec.decoding.fast.layout_check import PROBE_SOURCE_POSITIONS, LayoutCheck, ProbeRow, Verdict
 from seq2spec.decoding.loop import speculative_decode
 from seq2spec.decoding.plan import GenerationPlan, plan_from_generate
 from seq2spec.decoding.proposal import DecodingBatch, Proposer

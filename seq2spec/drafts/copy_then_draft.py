@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import torch
 
+from seq2spec.decoding.fast.transfer import to_device
 from seq2spec.decoding.proposal import DecodingBatch, Proposal, ScoreProcessor
 from seq2spec.decoding.runner import DecoderRunner
-from seq2spec.decoding.transfer import to_device
 from seq2spec.drafts.input_copy import SourceCopy, SourceRewrite, copy_sources, pad_rows
 from seq2spec.drafts.schedule import LengthSchedule
 

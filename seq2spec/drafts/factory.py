@@ -5,11 +5,11 @@ from __future__ import annotations
 import torch
 from transformers import PreTrainedModel
 
-from seq2spec.decoding.checked import StateCache, model_state
 from seq2spec.decoding.families import Family
+from seq2spec.decoding.fast.checked import StateCache, model_state
+from seq2spec.decoding.fast.step import DecoderStep
 from seq2spec.decoding.proposal import DecodingBatch, Proposal, Proposer, ScoreProcessor, check_proposal
 from seq2spec.decoding.runner import DecoderRunner
-from seq2spec.decoding.step import DecoderStep
 from seq2spec.drafts.copy_then_draft import CopyThenDraftProposer
 from seq2spec.drafts.draft_model import DraftModelProposer
 from seq2spec.drafts.graphed_whisper import GraphedWhisperDraft, StaticDraftRunner

@@ -30,10 +30,10 @@ import torch
 import torch.nn.functional as F
 from transformers import PreTrainedModel
 
-from seq2spec.decoding.checked import Within, check
 from seq2spec.decoding.families import family_of
+from seq2spec.decoding.fast.checked import Within, check
+from seq2spec.decoding.fast.transfer import to_device
 from seq2spec.decoding.runner import DecoderRunner
-from seq2spec.decoding.transfer import to_device
 from seq2spec.drafts.lean import probe_tolerance
 from seq2spec.drafts.lean_whisper import LeanWhisperDraft
 

@@ -7,8 +7,8 @@ from collections.abc import Callable
 
 import torch
 
+from seq2spec.decoding.fast.transfer import to_device
 from seq2spec.decoding.proposal import DecodingBatch, Proposal, ScoreProcessor
-from seq2spec.decoding.transfer import to_device
 from seq2spec.drafts.schedule import LengthSchedule
 
 # rewrites a batch's source token ids into the ids to copy from (a spell-checked source, for instance)

@@ -1,5 +1,5 @@
 """What the lean draft parts (``lean_t5``, ``lean_t5_encoder``, ``lean_whisper``, ``graphed_whisper``) share: how far
-their probe may stray from transformers, and their check through ``seq2spec.decoding.checked``.
+their probe may stray from transformers, and their check through ``seq2spec.decoding.fast.checked``.
 
 A lean part agrees with transformers to rounding, not bit for bit, so its probe measures a gap (log-probabilities or
 outputs, relative to their scale) and the part is used when that gap is within the tolerance of the model's dtype.
@@ -13,7 +13,7 @@ from typing import Protocol, TypeVar
 import torch
 from transformers import PreTrainedModel
 
-from seq2spec.decoding.checked import Within, check
+from seq2spec.decoding.fast.checked import Within, check
 
 # Largest probe gap still taken for rounding. Half-precision kernels may round a fused product differently from
 # three separate ones; a real mistake (a missing position bias, a wrong output scale or norm epsilon) shows as 0.1

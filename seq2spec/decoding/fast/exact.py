@@ -7,10 +7,10 @@ from collections.abc import Callable
 
 from transformers import PreTrainedModel
 
-from seq2spec.decoding.checked import StateCache, model_state
-from seq2spec.decoding.exact_t5 import EXACT_FAMILIES, ExactT5Forward
-from seq2spec.decoding.exact_whisper import ExactWhisperForward
-from seq2spec.decoding.step import DecoderStep
+from seq2spec.decoding.fast.checked import StateCache, model_state
+from seq2spec.decoding.fast.exact_t5 import EXACT_FAMILIES, ExactT5Forward
+from seq2spec.decoding.fast.exact_whisper import ExactWhisperForward
+from seq2spec.decoding.fast.step import DecoderStep
 
 
 def exact_builder(model: PreTrainedModel) -> Callable[[PreTrainedModel], DecoderStep | None] | None:

@@ -26,8 +26,8 @@ from transformers import DynamicCache, EncoderDecoderCache, PreTrainedModel
 from transformers.modeling_outputs import BaseModelOutput
 
 from seq2spec.decoding.cache import cache_argument
-from seq2spec.decoding.checked import BIT_EQUAL, check
-from seq2spec.decoding.mirror import MIRRORED_LINEARS, caches_equal, linear_forward, refuse_hooks_and_other_linears
+from seq2spec.decoding.fast.checked import BIT_EQUAL, check
+from seq2spec.decoding.fast.mirror import MIRRORED_LINEARS, caches_equal, linear_forward, refuse_hooks_and_other_linears
 from seq2spec.int8.attention import NAME as FLOAT64_ATTENTION
 from seq2spec.int8.attention import float64_decoder_attention
 

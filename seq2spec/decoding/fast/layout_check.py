@@ -20,8 +20,8 @@ import torch
 from transformers import DynamicCache, EncoderDecoderCache, PreTrainedModel
 
 from seq2spec.decoding.cache import cache_argument
-from seq2spec.decoding.checked import StateCache, model_state
 from seq2spec.decoding.families import Family
+from seq2spec.decoding.fast.checked import StateCache, model_state
 from seq2spec.decoding.runner import DecoderRunner, EncoderExtras
 
 # source positions a probe row needs at most: cross-attention over more of them checks nothing more of the decoder

@@ -30,8 +30,8 @@ from transformers.modeling_utils import ALL_ATTENTION_FUNCTIONS
 from transformers.models.whisper.modeling_whisper import eager_attention_forward
 
 from seq2spec.decoding.cache import cache_argument
-from seq2spec.decoding.checked import BIT_EQUAL, check
-from seq2spec.decoding.mirror import caches_equal, linear_forward, refuse_hooks_and_other_linears
+from seq2spec.decoding.fast.checked import BIT_EQUAL, check
+from seq2spec.decoding.fast.mirror import caches_equal, linear_forward, refuse_hooks_and_other_linears
 
 
 @dataclass(frozen=True)

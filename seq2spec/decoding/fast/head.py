@@ -20,7 +20,7 @@ import torch.nn.functional as F
 from torch import nn
 from transformers import PreTrainedModel
 
-from seq2spec.decoding.checked import BIT_EQUAL, StateCache, check, weight_state
+from seq2spec.decoding.fast.checked import BIT_EQUAL, StateCache, check, weight_state
 
 SLICE = 1024  # vocabulary entries per slice
 MIN_HEAD_BYTES = 16 * 2**20  # smaller heads stay in cache whole: slicing them gains nothing

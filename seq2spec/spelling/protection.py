@@ -154,6 +154,15 @@ def word_list(path: Path) -> frozenset[str]:
     return frozenset(line.strip() for line in lines if line.strip() and not line.startswith("#"))
 
 
+# the word lists of the rules below, one file each (a word per line)
+PROTECTION_WORDS = Path(__file__).resolve().parent.parent / "assets" / "protection"
+
+
+def _listed_words(name: str) -> frozenset[str]:
+    """The words of ``PROTECTION_WORDS / name``."""
+    return word_list(PROTECTION_WORDS / name)
+
+
 def technical_words() -> frozenset[str]:
     """The words of ``TECHNICAL_WORDS_PATH``."""
     return word_list(TECHNICAL_WORDS_PATH)
@@ -269,10 +278,7 @@ def name_runs(words: list[str]) -> set[int]:
 
 # titles written before a name: "Ms Rose", "Dr Nkemelu", "Aunt Bee", "Det. Benson" (the speller wrote "Mas Rose",
 # "Aunt Beer's", "Get. Benson")
-HONORIFICS = frozenset(
-    "mr mrs ms mx dr prof aunt auntie aunty uncle grandma grandpa granny nana sir dame "
-    "capt col det fr gen gov insp lt msgr pres rep rev sen sgt supt".split()
-)
+HONORIFICS = _listed_words("honorifics.txt")
 
 
 def honorific_names(words: list[str]) -> set[int]:
@@ -313,12 +319,7 @@ def _capitalised_unknown(word: str) -> bool:
 # them but "ok" and "hi" (each as itself, twice) is a word of the spelling sets' sources (recipes/data); "nbd" and
 # "nm" are words of the Debian manuals (a device, New Maintainer), kept as written there too. ("wya" and "bby" are left
 # out: the spelling sets misspell "way" and "by" so.)
-CHAT_ABBREVIATIONS = frozenset(
-    "abt afaik afk asap atm bbl bc bday bf bff brb bruh btw convo cuz cya dm fml fomo ftw fwiw fyi gf gm gn gtg hbd "
-    "hbu hi hmu hr hrs icymi idc idek idk ig iirc ik ikr ily imho imo irl istg jk kk lmao lmfao lmk lol luv mins msg "
-    "iykyk lfg nbd ngl nm nsfw nvm ofc ok omfg omg oml omw ong pls plz pov ppl probs pw rly rn rofl secs smh sry sus "
-    "tbd tbf tbh tbsp thnx thx tks tl;dr tmi tmr tmrw ttyl ty ur wbu wks wtf wyd yk ykwim yolo yrs yw".split()
-)
+CHAT_ABBREVIATIONS = _listed_words("chat_abbreviations.txt")
 # abbreviations of letters and offices written without a period ("acct", "qty", "attn"; the speller wrote "act",
 # "port" for "ltr"), each more than one edit from any word symspellpy counts 20 million times ("eta" and "tel" are
 # also slips of "eat" and "tell": left out)
@@ -326,10 +327,7 @@ OFFICE_ABBREVIATIONS = frozenset("approx assoc attn blvd encl etc excl fwd mgmt 
 # the shorthand of clinical notes and prescriptions, kept where a text holds two or more of them ("Take 1 tab po bid
 # prn", "Pt c/o SOB x3d, hx of HTN": the speller wrote "pron", "porn", "Put", "his"); alone each may be a slip of a
 # word ("po", "pt", "hx"), and is left to the model
-CLINICAL_ABBREVIATIONS = frozenset(
-    "abx afib bid bp c/o cbc copd cxr d/c ddx dx ekg f/u fx gerd gtt gtts h/o hpi htn hx nkda npo pmh po prn pt pts "
-    "qd qhs qid qod r/o rx s/p sob subq sx tid tx uri uti y/o".split()
-)
+CLINICAL_ABBREVIATIONS = _listed_words("clinical_abbreviations.txt")
 # abbreviations of an address, kept capitalised beside a name or a number ("Oak Rd", "Hwy 9", "Cty Rd 12"; the speller
 # wrote "Oak Red", "City Red")
 ADDRESS_ABBREVIATIONS = frozenset("apt ave bldg blvd ct cty dr fl fwy hwy ln pkwy pl rd rte sq st ste".split())
@@ -342,11 +340,7 @@ _LAUGHTER = re.compile(r"(?:ha){2,}h?|(?:he){2,}h?|(?:hi){2,}h?")
 # "She" for "Shh", "Past" for "Psst", "May" for "Yay", "Oil" for "Oi", "through" for "thru", "Who" for "Whoa", "Bur"
 # for "Brr", "Mom" for "Mmm" and "New" for "Ew". ("yo" is left out: the out-of-domain spelling set writes it for
 # "you".)
-COLLOQUIAL_SPELLINGS = frozenset(
-    "ah aha ahh ain't argh aww betcha brr c'mon coulda dontcha dunno ew eww finna gimme gonna gotcha gotta grr hafta "
-    "hasta hmm imma innit kinda lemme lotta mhm mmm musta oh ohh oi oof ooh oughta outta phew psst shh shoulda sorta "
-    "tho thru tryna ugh uh uhh umm wanna welp whatcha whatevs whew whoa woah woulda y'all ya'll yay".split()
-)
+COLLOQUIAL_SPELLINGS = _listed_words("colloquial_spellings.txt")
 # a letter said long, as chat writes it: "sooo", "Nooo", "yesss", "gooood" (the speller wrote "soon", "Noon"); a run
 # of three of one letter inside a word is taken for a typo ("runnng", "seeene"), as is one whose word with the run
 # written twice is a word ("tooo", "fulll", "Theee")
@@ -589,15 +583,7 @@ _ET_AL = ("et", "al")
 
 # units of measurement and the counts of sports statistics, in lower case, as they are written after a number ("200
 # ml", "3 yd", "5 mls", "8 ast": the speller wrote "200 mil", "3 gd", "5 mod", "8 fast")
-MEASUREMENT_UNITS = frozenset(
-    """
-    pts reb rebs ast asts stl blk blks yds tds ints rbi rbis
-    nm um µm mm cm dm m km in ft yd mi nmi ug µg mcg mg g kg t lb lbs oz st ul µl ml mls cl dl l ltr cc
-    tsp tsps tbsp tbsps tbs pt pts qt qts gal gals fl floz ns us µs ms s sec secs min mins h hr hrs d wk wks mo mos yr
-    yrs mph kph kmh fps rpm bpm hz khz mhz ghz b kb mb gb tb pb kib mib gib tib bps kbps mbps gbps w kw mw gw wh kwh mwh
-    v kv mv mah ah ohm ohms j kj cal kcal btu pa kpa mpa hpa mbar psi atm mmhg db dba lm lx mol mmol iu px dpi ppi pcs
-    """.split()
-)
+MEASUREMENT_UNITS = _listed_words("measurement_units.txt")
 
 
 def measurement_units(words: list[str]) -> set[int]:
@@ -611,13 +597,7 @@ def measurement_units(words: list[str]) -> set[int]:
 
 # words a determiner cannot stand before: after "thee" they mark the old pronoun ("I thank thee for", "Get thee to",
 # "thee and me"; the speller wrote "the"), not a slip of "the" ("on thee table")
-_AFTER_PRONOUN = frozenset(
-    """
-    to for and or nor but of in on at with from by unto upon into as than i me thou thee he she it we they you ye him
-    us them a an the my thy thine his her our their your that this not is art be am are was were hath doth shall will
-    may o oh
-    """.split()
-)
+_AFTER_PRONOUN = _listed_words("after_pronoun.txt")
 
 
 def archaic_pronouns(words: list[str]) -> set[int]:
@@ -635,16 +615,7 @@ def archaic_pronouns(words: list[str]) -> set[int]:
 
 # verbs whose old forms in -eth and -est scripture, verse and quotations write ("goeth", "giveth", "thou sayest"; the
 # speller wrote "youth", "safest", "finest", "guest" for "goest")
-_OLD_VERBS = frozenset(
-    """
-    answer ask bear believe bind bless bow break bring build burn buy call cast come cry dance die do drink dwell eat
-    fall fear feel fight find fly follow forget forgive give go grow hate have hear help hide hold hope judge keep know
-    labour laugh lead learn leave lie live look lose love make mean meet mourn move need open pass pay perish play
-    please praise pray put reap read receive reign remain rest return rise rule run save say see seek sell send serve
-    set shine show shut sing sit sleep smite sow speak spend stand strike swear take taste teach tell think touch trust
-    try turn wait wake walk wander want watch weep win wish work write
-    """.split()
-)
+_OLD_VERBS = _listed_words("old_verbs.txt")
 
 
 def archaic_verbs(words: list[str]) -> set[int]:
@@ -1124,14 +1095,7 @@ class Layout:
 # contractions written without their apostrophe that are no English word ("thats", "youre", "ive", "im"; "cant",
 # "wont", "lets", "its", "were", "well", "ill", "hows" are words; "IM" is an acronym): the model reads them with it (it
 # had written "that", "your", "give", "there", "in" for "thats", "youre", "ive", "theyre", "im")
-CONTRACTIONS_WITHOUT_APOSTROPHE = {
-    word.replace("'", "").lower(): word
-    for word in (
-        "don't didn't doesn't isn't aren't wasn't weren't hasn't haven't hadn't wouldn't couldn't shouldn't mustn't "
-        "needn't you're they're that's what's there's here's where's who's he's she's I'm I've you've we've they've "
-        "you'll they'll you'd they'd it'll that'll"
-    ).split()
-}
+CONTRACTIONS_WITHOUT_APOSTROPHE = {word.replace("'", "").lower(): word for word in _listed_words("contractions.txt")}
 _CONTRACTION_CORE = re.compile(r"^([^\w]*)([A-Za-z]+)([^\w]*)$")
 
 

@@ -71,5 +71,6 @@ def test_the_shipped_speller_keeps_repeated_words():
     expected = [*texts[:4], "wait wait wait, the door is open"]
     speculator = Seq2SeqSpeculator()
     assert speculator.correct(texts) == expected
-    plain = speculator.correct(texts, keep_repeated_words=False)
-    assert all(p != e for p, e in zip(plain, expected, strict=True))  # without the step, each run is rewritten
+    # without the step, each run is rewritten (six "no"s also trip the loop check, which gives that text back whole)
+    plain = speculator.correct(texts, keep_repeated_words=False, keep_looped_texts=False)
+    assert all(p != e for p, e in zip(plain, expected, strict=True))

@@ -58,7 +58,7 @@ def with_typos(lines: list[str], seed: int, share: float = 0.6) -> list[str]:
     from noise import HumanNoise
     from speller_data import load_typos
 
-    from seq2spec.spelling.protection import is_technical
+    from seq2spec.spelling.protection.word_rules import is_technical
 
     noise, rng = HumanNoise(load_typos(), untouchable=is_technical), random.Random(seed)
     return [noise(line, rng, rng.choice((1, 2)))[0] if rng.random() < share else line for line in lines]

@@ -10,7 +10,7 @@ reference is its transcript repeated. Systems:
 - ``greedy sequential``: whisper-base's own ``generate`` long form (the reference for speed);
 - ``seq2spec sequential`` / ``seq2spec batched bN``: ``Seq2SeqSpeculator.transcribe(long_form=...)`` with the
   shipped draft, the batched mode given the file's path (it reads the file piece by piece); ``seq2spec sequential
-  vad``: the sequential long form on the speech alone (``vad=True``); ``seq2spec int8 ...``: the same in the int8
+  vad``: the sequential long form on the speech alone (``long_form="vad"``); ``seq2spec int8 ...``: the same in the int8
   mode;
 - ``faster-whisper batched int8/float32 bN``: its ``BatchedInferencePipeline`` (Silero VAD, pieces batched),
   greedy, on the same weights;
@@ -167,11 +167,11 @@ def run_system(system: str, path: Path, device: str = "cpu", dtype_name: str = "
         speculator = Seq2SeqSpeculator(
             *load_whisper_base_pair(device=device, dtype="int8" if " int8 " in system else dtype)
         )
-        long_form = "batched" if "batched" in system else "sequential"
+        long_form = "batched" if "batched" in system else "vad" if system.endswith(" vad") else "sequential"
 
         def transcribe(source=str(path) if batched else audio) -> str:
             return speculator.transcribe(source, sampling_rate=16000, long_form=long_form, batch_size=batch,
-                                         vad=system.endswith(" vad"), **LANGUAGE)  # fmt: skip
+                                         **LANGUAGE)  # fmt: skip
 
     if device.startswith("cuda"):  # the warm-up: the same system on the file's first minute
         warm_path = Path(tempfile.mkdtemp()) / "warm_up.wav"

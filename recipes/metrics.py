@@ -253,7 +253,7 @@ class RealTextCounts:
 
 
 def real_text_counts(sources: Sequence[str], references: Sequence[str], outputs: Sequence[str]) -> RealTextCounts:
-    from seq2spec.spelling.protection import is_technical
+    from seq2spec.spelling.protection.word_rules import is_technical
 
     _check_pairs(references, outputs)
     _check_pairs(sources, outputs)

@@ -30,9 +30,8 @@ import torch
 from eval_spelling import DEFAULT_DATA, decode_greedy, load_pairs
 
 from seq2spec import Seq2SeqSpeculator
-from seq2spec.default_models import load_speller
+from seq2spec.default_models import SPELLER_SENTENCE_CHARS, load_speller
 from seq2spec.memory import retain_freed_memory
-from seq2spec.spelling.settings import SPELLER_SENTENCE_CHARS
 
 RESULTS = Path(__file__).resolve().parents[1] / "benchmarks" / "results"  # where reports go by default
 

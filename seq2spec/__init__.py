@@ -1,11 +1,12 @@
 """seq2spec: batched speculative decoding for encoder-decoder models, identical to greedy search.
 
 The public face: ``Seq2SeqSpeculator`` (decode with a big model and a draft), ``SpeculationOptions`` (how candidates
-are proposed), ``SpeculationStats`` (what a call did), ``WhisperDecoding`` (temperature fallback, previous-text
+are proposed), ``SpeculationStats`` (what a call did), ``TranscriptionRequest`` (what ``transcribe`` is asked:
+language, task, timestamps, long form, batch size), ``WhisperDecoding`` (temperature fallback, previous-text
 conditioning and a prompt for Whisper's ``transcribe``), and the ``Proposer`` protocol with its ``Proposal`` and
 ``DecodingBatch`` values, for proposers of your own; ``retain_freed_memory`` (CPU speed on Linux: glibc keeps freed
-memory for reuse, as the commands do). Names that pull in torch load on first use, so the command line
-starts quickly.
+memory for reuse, as the commands do). Names that pull in torch load on first use, so the command line starts
+quickly.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from seq2spec.options import SpeculationOptions, SpeculationStats
 if TYPE_CHECKING:
     from seq2spec.decoding.proposal import DecodingBatch, Proposal, Proposer
     from seq2spec.speculator import Seq2SeqSpeculator
-    from seq2spec.whisper.transcription import WhisperDecoding
+    from seq2spec.whisper.request import TranscriptionRequest, WhisperDecoding
 
 __all__ = [
     "DecodingBatch",
@@ -27,6 +28,7 @@ __all__ = [
     "Seq2SeqSpeculator",
     "SpeculationOptions",
     "SpeculationStats",
+    "TranscriptionRequest",
     "WhisperDecoding",
     "retain_freed_memory",
 ]
@@ -37,7 +39,8 @@ _LAZY = {
     "Proposal": "seq2spec.decoding.proposal",
     "Proposer": "seq2spec.decoding.proposal",
     "DecodingBatch": "seq2spec.decoding.proposal",
-    "WhisperDecoding": "seq2spec.whisper.transcription",
+    "TranscriptionRequest": "seq2spec.whisper.request",
+    "WhisperDecoding": "seq2spec.whisper.request",
 }
 
 

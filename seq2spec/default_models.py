@@ -1,21 +1,76 @@
-"""The spelling-correction pair that ships inside the package (trained by ``recipes/train_speller.py``)."""
+"""What ships with seq2spec, in one place: the spelling corrector (trained by ``recipes/train_speller.py``) and the
+Whisper base pair (the embedded base and its distilled draft), each returned complete by ``shipped_speller`` and
+``shipped_whisper`` (models, tokenizer or processor, tuned speculation options, text steps), which
+``Seq2SeqSpeculator()``, ``seq2spec correct``, ``seq2spec transcribe`` and ``seq2spec serve`` call."""
 
 from __future__ import annotations
 
 import errno
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import torch
 from transformers import AutoModelForSeq2SeqLM, AutoTokenizer, PreTrainedModel, PreTrainedTokenizerBase
 
-from seq2spec.spelling.settings import SPELLER_SETTINGS
+from seq2spec.spelling.languages import mostly_other_script
+from seq2spec.spelling.settings import SpellingSettings
 
 SPELLER_DIR = Path(__file__).parent / "assets" / "speller"
+SPELLER_SENTENCE_CHARS = 140  # the longest training sentence of the shipped speller (recipes/speller_data.py)
+# The text steps the shipped speller runs with (recipes/README.md measures each): what it cannot write or must not
+# change kept as written, sentence pieces of at most the length it trained on, capitals folded, non-words it left,
+# dictionary words it changed into others and non-words it made into far words checked, dictionary and unknown words it
+# garbled kept, words in the writer's variety of English and words repeated on purpose kept, text in another script or
+# confidently in another language (it knows English only) returned as written (seq2spec.spelling.languages), and so is
+# a text it looped on.
+SPELLER_SETTINGS = SpellingSettings(
+    split_longer_than=SPELLER_SENTENCE_CHARS,
+    fold_capitals=True,
+    check_capitals=True,
+    check_words=True,
+    check_changes=True,
+    check_nearer_words=True,
+    keep_dictionary_words=True,
+    keep_unknown_words=True,
+    keep_spelling_varieties=True,
+    keep_repeated_words=True,
+    keep_other_languages=True,
+    keep_looped_texts=True,
+    unchanged=mostly_other_script,
+)
 # How Seq2SeqSpeculator() and `seq2spec correct` propose for the shipped speller when no draft is named: input copy
 # from the source after symspellpy's word-by-word check, no draft model. With this pair it measured fastest at
 # every batch size, in and out of domain (benchmarks/findings/spelling.md, "Spell-checked copy").
 SPELLER_DEFAULT_PROPOSER = "input-copy"
 SPELLER_DEFAULT_OPTIONS = {"spellcheck_copy": True}
+
+
+@dataclass(frozen=True)
+class ShippedPair:
+    """A shipped pair, complete: the big model, what proposes for it (a draft model, a proposer's name such as
+    ``"input-copy"``, or None), its tokenizer or processor, the speculation options tuned for it, and the text steps
+    ``correct`` takes around it (None for speech)."""
+
+    big: PreTrainedModel
+    draft: PreTrainedModel | str | None
+    tokenizer: Any
+    options: dict[str, Any] = field(default_factory=dict)
+    spelling: SpellingSettings | None = None
+
+
+def shipped_speller(device: str | torch.device | None = None, dtype: torch.dtype | str | None = None) -> ShippedPair:
+    """The shipped spelling corrector as ``Seq2SeqSpeculator()`` and ``seq2spec correct`` run it: the big model,
+    proposing by input copy from a spell-checked source (``SPELLER_DEFAULT_PROPOSER``, ``SPELLER_DEFAULT_OPTIONS``),
+    its tokenizer and ``SPELLER_SETTINGS`` (also carried by the model as ``seq2spec_spelling``). Weights, device and
+    dtype as ``load_speller`` loads them; its distilled draft is ``load_speller()[1]``."""
+    from seq2spec.int8 import is_int8_dtype, quantize_int8_pair
+
+    big = _speller_model("big", device, dtype)
+    if is_int8_dtype(dtype):
+        quantize_int8_pair(big, None)
+    tokenizer = AutoTokenizer.from_pretrained(SPELLER_DIR / "big")
+    return ShippedPair(big, SPELLER_DEFAULT_PROPOSER, tokenizer, dict(SPELLER_DEFAULT_OPTIONS), SPELLER_SETTINGS)
 
 
 def load_speller(
@@ -27,24 +82,29 @@ def load_speller(
     products are slow or unsupported on many CPUs). ``dtype="int8"``: the int8 mode on a CPU (``seq2spec.int8``).
     The big model carries the text steps it is made for (``SPELLER_SETTINGS``), which ``correct`` takes by default.
     """
-    from seq2spec.int8 import float_dtype, is_int8_dtype, quantize_int8_pair
+    from seq2spec.int8 import is_int8_dtype, quantize_int8_pair
 
-    missing = [str(SPELLER_DIR / name) for name in ("big", "small") if not (SPELLER_DIR / name).is_dir()]
+    big, small = _speller_model("big", device, dtype), _speller_model("small", device, dtype)
+    if is_int8_dtype(dtype):
+        quantize_int8_pair(big, small)
+    return big, small, AutoTokenizer.from_pretrained(SPELLER_DIR / "big")
+
+
+def _speller_model(name: str, device: str | torch.device | None, dtype: torch.dtype | str | None) -> PreTrainedModel:
+    """The shipped speller's ``big`` or ``small`` model in float (``dtype`` or float32), on ``device``."""
+    from seq2spec.int8 import float_dtype
+
+    missing = [str(SPELLER_DIR / part) for part in ("big", "small") if not (SPELLER_DIR / part).is_dir()]
     if missing:
         raise FileNotFoundError(
             f"the shipped speller is missing ({', '.join(missing)}): this install has no speller weights; "
             "pass your own models (Seq2SeqSpeculator(big, small) or seq2spec correct --model ...)"
         )
-    weights = float_dtype(dtype) or torch.float32
-    big = AutoModelForSeq2SeqLM.from_pretrained(SPELLER_DIR / "big", dtype=weights).eval()
-    small = AutoModelForSeq2SeqLM.from_pretrained(SPELLER_DIR / "small", dtype=weights).eval()
-    if device is not None:
-        big, small = big.to(device), small.to(device)
-    if is_int8_dtype(dtype):
-        quantize_int8_pair(big, small)
-    big.seq2spec_spelling = SPELLER_SETTINGS
-    tokenizer = AutoTokenizer.from_pretrained(SPELLER_DIR / "big")
-    return big, small, tokenizer
+    model = AutoModelForSeq2SeqLM.from_pretrained(SPELLER_DIR / name, dtype=float_dtype(dtype) or torch.float32)
+    model = model.eval() if device is None else model.to(device).eval()
+    if name == "big":
+        model.seq2spec_spelling = SPELLER_SETTINGS
+    return model
 
 
 # ----------------------------------------------------------------------------- Whisper base (extra "whisper")
@@ -166,3 +226,20 @@ def load_whisper_base_pair(
     if is_int8_dtype(dtype):
         quantize_int8_pair(big, draft)
     return big, draft, processor
+
+
+def shipped_whisper(
+    device: str | torch.device | None = None, dtype: torch.dtype | str | None = None, *, with_draft: bool = True
+) -> ShippedPair:
+    """The Whisper pair ``seq2spec transcribe`` and ``seq2spec serve`` run by default: the embedded Whisper base, the
+    shipped distilled draft (``with_draft`` and where it is installed; else None) with the options it was tuned with,
+    and base's processor. ``dtype="int8"``: the int8 mode on a CPU, both models quantised."""
+    from seq2spec.int8 import float_dtype, is_int8_dtype, quantize_int8_pair
+    from seq2spec.options import recommended_options
+    from seq2spec.whisper.draft import WHISPER_BASE_DRAFT_DIR, load_whisper_draft
+
+    big, processor = load_whisper_base(device=device, dtype=float_dtype(dtype))
+    draft = load_whisper_draft(big) if with_draft and WHISPER_BASE_DRAFT_DIR.is_dir() else None
+    if is_int8_dtype(dtype):
+        quantize_int8_pair(big, draft)
+    return ShippedPair(big, draft, processor, recommended_options(draft))

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
 import torch
@@ -31,7 +31,7 @@ from seq2spec.spelling.pipeline import InputTooLongError, SpellingPipeline
 from seq2spec.spelling.settings import SpellingSettings, settings_of
 
 if TYPE_CHECKING:
-    from seq2spec.whisper.transcription import WhisperDecoding
+    from seq2spec.whisper.request import TranscriptionRequest
 
 __all__ = ["INPUT_COPY", "InputTooLongError", "Seq2SeqSpeculator"]
 
@@ -83,8 +83,9 @@ class Seq2SeqSpeculator:
     with ``big=None`` the shipped spelling corrector is used. ``draft`` proposes the candidates: a draft model (or its
     name/path) sharing the big model's vocabulary, ``"input-copy"`` to copy from each row's own source, a
     ``Proposer`` object of your own, or None for no draft at all. By default the shipped big model proposes by input
-    copy from a spell-checked source (``spellcheck_copy``), the fastest proposer measured with it; its distilled
-    draft is ``seq2spec.default_models.load_speller()[1]``. Another big model gets no draft by default.
+    copy from a spell-checked source (``spellcheck_copy``), the fastest proposer measured with it
+    (``seq2spec.default_models.shipped_speller``; its distilled draft is ``load_speller()[1]``). Another big model
+    gets no draft by default.
 
     ``options`` (``SpeculationOptions``) say how candidates are proposed, ``spelling`` (``SpellingSettings``) which
     text steps ``correct`` takes around the model; keyword arguments such as ``num_draft_tokens=8`` or
@@ -110,12 +111,12 @@ class Seq2SeqSpeculator:
         _check_settings(options, spelling, changes)
         shipped_options: dict[str, Any] = {}  # the shipped speller's tuned options, when it proposes by default
         if big is None:
-            from seq2spec.default_models import SPELLER_DEFAULT_OPTIONS, SPELLER_DEFAULT_PROPOSER, load_speller
+            from seq2spec.default_models import shipped_speller
 
+            shipped = shipped_speller(device=device, dtype=dtype)
             if draft is SHIPPED:
-                draft, shipped_options = SPELLER_DEFAULT_PROPOSER, dict(SPELLER_DEFAULT_OPTIONS)
-            big, _, shipped_tokenizer = load_speller(device=device, dtype=dtype)
-            tokenizer = shipped_tokenizer if tokenizer is None else tokenizer
+                draft, shipped_options = shipped.draft, dict(shipped.options)
+            big, tokenizer = shipped.big, shipped.tokenizer if tokenizer is None else tokenizer
             device = dtype = None  # applied by the loader
         copy_only = isinstance(draft, str) and draft == INPUT_COPY
         proposer = draft if _is_proposer(draft) else None
@@ -307,70 +308,50 @@ class Seq2SeqSpeculator:
         self,
         audio: Any,
         sampling_rate: int | None = None,
-        language: str | Sequence[str | None] | None = None,
-        task: str = "transcribe",
-        return_timestamps: bool = False,
-        batch_size: int = 16,
-        max_new_tokens: int | None = None,
+        request: TranscriptionRequest | None = None,
+        *,
         progress: bool | Callable[[float], None] = False,
-        decoding: WhisperDecoding | None = None,
-        word_timestamps: bool = False,
-        long_form: str = "sequential",
-        vad: bool = False,
+        **changes: Any,
     ) -> Any:
         """Transcribe audio with the big model's greedy output (exactly ``big.generate``'s tokens).
 
         ``audio``: a file path, a 1-D (or ``[frames, channels]``) array, or a list of them. Arrays need their
-        ``sampling_rate`` (mixed down and resampled to 16 kHz with soxr); files are read with soundfile. Clips are
-        sorted by duration into batches of ``batch_size``; with Whisper, clips longer than 30 s are decoded long-form
-        (Whisper's sequential windows, timestamps on). Returns a string per clip, or with ``return_timestamps`` a dict
-        ``{"text", "segments": [{"start", "end", "text"}]}``; a single input gives a single result. ``progress``:
-        True shows a bar over seconds of audio; a callable is called with the seconds newly decoded.
-        ``language`` (multilingual Whisper): a code such as ``"fr"`` for every clip, None to detect each clip's own
-        (a batch may mix languages), or a list with one entry per clip (a code, or None to detect that clip's).
-        ``decoding`` (``WhisperDecoding``) turns on openai-whisper's temperature fallback, conditioning on previous
-        text, or an initial prompt; its passes at temperature 0 remain ``big.generate``'s tokens.
-        ``word_timestamps``: results are dicts with ``"words"`` too, ``[{"word", "start", "end"}]``, timed by
-        Whisper's cross-attention alignment as ``big.generate(return_token_timestamps=True)`` times them.
-        ``long_form="batched"``: the speech Silero VAD finds, joined into pieces of at most 30 s (pauses left out,
-        files read piece by piece), decoded as short clips, each ``big.generate``'s tokens for it; ``vad=True``: the
-        sequential long form on the speech alone. Both give silence and noise no words, times in the clip's own.
-        Another speech encoder-decoder (Moonshine, Speech2Text, ...) reads each clip whole through its processor's
-        feature extractor; the options above that belong to Whisper are refused for it by name.
+        ``sampling_rate`` (mixed down and resampled to 16 kHz with soxr); files are read with soundfile. ``request``
+        (``TranscriptionRequest``: language, task, timestamps, long form, batch size, ...; keyword arguments such as
+        ``language="fr"`` or ``long_form="batched"`` change single fields of it) says what to return: a string per
+        clip, or with ``return_timestamps`` a dict ``{"text", "segments": [{"start", "end", "text"}]}``; a single
+        input gives a single result. Clips are sorted by duration into batches; with Whisper, clips longer than 30 s
+        are decoded long-form. ``progress``: True shows a bar over seconds of audio; a callable is called with the
+        seconds newly decoded. Another speech encoder-decoder (Moonshine, Speech2Text, ...) reads each clip whole
+        through its processor's feature extractor; the request's fields that belong to Whisper are refused for it
+        by name.
         """
         from seq2spec.whisper.other_models import check_speech_model, transcribe_other_model
-        from seq2spec.whisper.transcription import fallback_seed, prepare_clips, transcribe_clips
+        from seq2spec.whisper.request import TranscriptionRequest, fallback_seed
+        from seq2spec.whisper.transcription import prepare_clips, transcribe_clips
 
-        check_positive_int("batch_size", batch_size)
+        request = TranscriptionRequest.of(request, changes)
         family = self.big_family
         whisper = family.model_type == "whisper"
         if not whisper:
-            options = dict(language=language, task=task, return_timestamps=return_timestamps, decoding=decoding,
-                           word_timestamps=word_timestamps, long_form=long_form, vad=vad)  # fmt: skip
-            check_speech_model(family.model_type, family.encoder_input_name, options)
+            check_speech_model(family.model_type, family.encoder_input_name, request)
         clips, single = prepare_clips(audio, sampling_rate, lazy=whisper)
         total = SpeculationStats()
-        seed = fallback_seed(decoding)
+        seed = fallback_seed(request.decoding)
 
         def generate(*arguments, **options):
             output = self.generate(*arguments, seed=seed, **options)
             total.merge(self.last_stats)
             return output
 
-        if not whisper:
+        if whisper:
+            multilingual = bool(getattr(self.big.generation_config, "is_multilingual", False))
+            results = transcribe_clips(clips, self.processor, generate, request, multilingual=multilingual,
+                                       progress=progress)  # fmt: skip
+        else:
             results = transcribe_other_model(
                 clips, self.processor, generate, model_type=family.model_type, encoder_input=family.encoder_input_name,
-                batch_size=batch_size, max_new_tokens=max_new_tokens, progress=progress,
-            )  # fmt: skip
-        else:
-            results = transcribe_clips(
-                clips,
-                self.processor,
-                generate,
-                multilingual=bool(getattr(self.big.generation_config, "is_multilingual", False)),
-                language=language, task=task, return_timestamps=return_timestamps, batch_size=batch_size,
-                max_new_tokens=max_new_tokens, progress=progress, decoding=decoding, word_timestamps=word_timestamps,
-                long_form=long_form, vad=vad,
+                batch_size=request.batch_size, max_new_tokens=request.max_new_tokens, progress=progress,
             )  # fmt: skip
         self.last_stats = total
         return results[0] if single else results

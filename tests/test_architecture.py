@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from seq2spec.commands import ray_cluster
+from seq2spec.commands import ray_cluster, transcribe
 from seq2spec.commands.flags import flag_name, speculation_changes
 from seq2spec.commands.main import build_parser
 from seq2spec.options import SpeculationOptions
@@ -199,15 +199,21 @@ def test_no_function_level_imports_of_the_package(subpackage):
     assert not offending, offending
 
 
-@pytest.mark.parametrize("subpackage", NO_FUNCTION_LEVEL_IMPORTS)
-def test_core_functions_fit_on_a_screen(subpackage):
+def functions_longer_than(limit: int, folder: Path) -> list[str]:
+    """``path: name`` of each function under ``folder`` longer than ``limit`` lines, decorators included."""
     offending = []
-    for path in (PACKAGE / subpackage).rglob("*.py"):
+    for path in folder.rglob("*.py"):
         for function in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             if isinstance(function, ast.FunctionDef | ast.AsyncFunctionDef):
                 first = min([function.lineno, *(decorator.lineno for decorator in function.decorator_list)])
-                if function.end_lineno - first + 1 > MAX_FUNCTION_LINES:
+                if function.end_lineno - first + 1 > limit:
                     offending.append(f"{path.relative_to(PACKAGE)}: {function.name}")
+    return offending
+
+
+@pytest.mark.parametrize("subpackage", NO_FUNCTION_LEVEL_IMPORTS)
+def test_core_functions_fit_on_a_screen(subpackage):
+    offending = functions_longer_than(MAX_FUNCTION_LINES, PACKAGE / subpackage)
     assert not offending, offending
 
 
@@ -321,6 +327,8 @@ def test_ray_actors_receive_exactly_the_options(command, keys):
     argv = [command, "--ray", "--min-draft-confidence", "0.5", "--out", "o"]
     args = build_parser().parse_args(argv if command == "correct" else [command, "a.wav", *argv[1:]])
     options = ray_cluster.actor_options(args, keys)
+    if command == "transcribe":
+        assert options.pop("request") == transcribe.request_of(args)
     passed = set(options) - set(keys) - {"threads"}
     assert passed == set(SpeculationOptions.field_names())
     assert speculation_changes(argparse.Namespace(**options)) == {"min_draft_confidence": 0.5}
@@ -329,3 +337,56 @@ def test_ray_actors_receive_exactly_the_options(command, keys):
 def test_unknown_option_names_are_refused():
     with pytest.raises(TypeError, match="unknown speculation option.*num_draft_tokens"):
         SpeculationOptions().updated(draft_tokens=3)
+
+
+# ----------------------------------------------------------------------------- the house's sizes
+
+MAX_SPELLING_MODULE_LINES = 500
+MAX_LISTED_STRINGS = 25  # a longer list of words is an asset file
+MAX_DECODING_MODULES = 14  # the core a reader needs first; the checked fast paths are in decoding/fast/
+MAX_ANY_FUNCTION_LINES = 70
+REPOSITORY = PACKAGE.parent
+
+
+def test_no_spelling_module_runs_past_500_lines():
+    sizes = {
+        str(path.relative_to(PACKAGE)): len(path.read_text().splitlines()) for path in PACKAGE.glob("spelling/**/*.py")
+    }
+    assert max(sizes.values()) <= MAX_SPELLING_MODULE_LINES, sorted(sizes.items(), key=lambda item: -item[1])[:3]
+
+
+def test_no_literal_lists_of_words_in_the_package():
+    offending = []
+    for path in PACKAGE.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.List | ast.Set | ast.Tuple | ast.Dict):
+                items = node.keys if isinstance(node, ast.Dict) else node.elts
+                strings = sum(isinstance(item, ast.Constant) and isinstance(item.value, str) for item in items)
+                if strings > MAX_LISTED_STRINGS:
+                    offending.append(f"{path.relative_to(PACKAGE)}:{node.lineno} ({strings} strings)")
+    assert not offending, offending
+
+
+def test_the_decoding_core_is_a_dozen_modules():
+    modules = sorted(path.name for path in (PACKAGE / "decoding").glob("*.py"))
+    assert len(modules) <= MAX_DECODING_MODULES, modules
+
+
+def test_no_function_in_the_package_runs_past_70_lines():
+    offending = functions_longer_than(MAX_ANY_FUNCTION_LINES, PACKAGE)
+    assert not offending, offending
+
+
+def test_transcription_options_travel_as_one_request():
+    import inspect
+
+    from seq2spec.speculator import Seq2SeqSpeculator
+
+    parameters = inspect.signature(Seq2SeqSpeculator.transcribe).parameters
+    assert "vad" not in parameters and "request" in parameters
+
+
+def test_recipes_results_and_findings_stay_in_their_places():
+    assert len(list((REPOSITORY / "recipes").glob("*.py"))) <= 20
+    assert not (REPOSITORY / "eval_results").exists()
+    assert len((REPOSITORY / "benchmarks" / "README.md").read_text(encoding="utf-8").splitlines()) <= 500

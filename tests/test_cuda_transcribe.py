@@ -47,4 +47,4 @@ def test_the_long_forms_on_the_device(toy_whisper_dirs, dtype):
     assert batched[0] == " ".join(text for text in texts if text) and batched[0]
     spoken = Piece(0, tuple(speech_spans(audio))).samples(audio)
     assert len(spoken) > 30 * SAMPLING_RATE
-    assert speculator.transcribe(audio, vad=True, **arguments) == generated_text(speculator, spoken, long=True)
+    assert speculator.transcribe(audio, long_form="vad", **arguments) == generated_text(speculator, spoken, long=True)

@@ -46,6 +46,21 @@ def test_missing_weights_give_a_clear_error(monkeypatch, tmp_path):
 
 
 @needs_weights
+def test_the_shipped_speller_comes_complete_from_one_function():
+    """``shipped_speller`` returns what ``Seq2SeqSpeculator()`` and ``seq2spec correct`` run: the big model, its
+    proposer and tuned options, its tokenizer and text steps."""
+    from seq2spec.default_models import SPELLER_DEFAULT_OPTIONS, SPELLER_DEFAULT_PROPOSER, shipped_speller
+
+    shipped = shipped_speller()
+    assert (shipped.draft, shipped.options) == (SPELLER_DEFAULT_PROPOSER, SPELLER_DEFAULT_OPTIONS)
+    assert shipped.spelling is SPELLER_SETTINGS and shipped.big.seq2spec_spelling is SPELLER_SETTINGS
+    assert shipped.tokenizer("Teh cat")["input_ids"]
+    speculator = Seq2SeqSpeculator()
+    assert speculator.draft is None and speculator.options.spellcheck_copy
+    assert speculator.spelling == SPELLER_SETTINGS
+
+
+@needs_weights
 def test_shipped_files_and_size():
     total = sum(path.stat().st_size for path in SPELLER_DIR.rglob("*") if path.is_file())
     assert total <= 60 * 1024 * 1024

@@ -38,6 +38,22 @@ def pair():
     return load_whisper_base_pair()
 
 
+def test_the_shipped_whisper_pair_comes_complete_from_one_function(pair):
+    """``shipped_whisper`` returns what ``seq2spec transcribe`` and ``seq2spec serve`` run by default."""
+    from seq2spec.commands.main import build_parser
+    from seq2spec.commands.transcribe import load_speculator
+    from seq2spec.default_models import shipped_whisper
+    from seq2spec.options import recommended_options
+
+    shipped = shipped_whisper()
+    assert shipped.draft is not None and shipped.options == recommended_options(shipped.draft) != {}
+    assert shipped.tokenizer.feature_extractor is not None and shipped.spelling is None
+    assert shipped_whisper(with_draft=False).draft is None
+    args = build_parser().parse_args(["transcribe", "a.wav", "--out", "o.jsonl"])
+    speculator = load_speculator(args)
+    assert speculator.draft is not None and speculator.options == Seq2SeqSpeculator(*pair).options
+
+
 def test_draft_is_shipped_small_and_described():
     size = (WHISPER_BASE_DRAFT_DIR / "decoder.safetensors").stat().st_size
     assert size < 20e6  # only the draft's own layers, fp16
@@ -89,7 +105,7 @@ def test_pair_with_fallback_and_previous_text_equals_generate(pair):
     """openai-whisper's settings (temperature fallback with its thresholds, conditioning on previous text) on two
     long recordings of different lengths: base's own generate and the pair agree token for token, and on the
     scores of each recording's first window."""
-    from seq2spec.whisper.transcription import WhisperDecoding
+    from seq2spec.whisper.request import WhisperDecoding
 
     big, draft, processor = pair
     clips = [load_audio(p) for p in sorted(SAMPLES.glob("clip*.wav"))]

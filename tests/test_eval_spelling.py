@@ -156,7 +156,7 @@ def test_the_real_text_sets_have_typos_in_plain_words_only(tmp_path):
     pytest.importorskip("codespell_lib")
     import make_real_text_sets
 
-    from seq2spec.spelling.protection import is_technical
+    from seq2spec.spelling.protection.word_rules import is_technical
 
     assert make_real_text_sets.main(["--out", str(tmp_path), "--seed", "3"]) == 0
     for name in make_real_text_sets.SETS.values():

@@ -139,7 +139,7 @@ def test_fallback_over_silence_and_noise_in_one_batch(tmp_path, capsys):
     """Whisper's fallback skips every window of the noise as no speech: generate then returns a float tensor for the
     batch, which must be read as the token ids it holds."""
     from seq2spec.default_models import load_whisper_base_pair
-    from seq2spec.whisper.transcription import WhisperDecoding
+    from seq2spec.whisper.request import WhisperDecoding
 
     silence = np.zeros(16000 * 35, dtype=np.float32)
     noise = 0.3 * np.random.default_rng(0).standard_normal(16000 * 31).astype(np.float32)

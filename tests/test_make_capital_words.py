@@ -7,7 +7,8 @@ import re
 import pytest
 
 from seq2spec.spelling.classical import word_counts
-from seq2spec.spelling.protection import CAPITAL_WORDS_PATH, capital_words, word_list
+from seq2spec.spelling.protection.shouted import CAPITAL_WORDS_PATH, capital_words
+from seq2spec.spelling.protection.word_lists import word_list
 
 
 def test_the_shipped_list_holds_plain_words_no_dictionary_counts():

@@ -7,7 +7,13 @@ import types
 
 import make_current_words
 
-from seq2spec.spelling.protection import CURRENT_WORDS_PATH, NAME_WORDS_PATH, name_words, technical_words, word_list
+from seq2spec.spelling.protection.word_lists import (
+    CURRENT_WORDS_PATH,
+    NAME_WORDS_PATH,
+    name_words,
+    technical_words,
+    word_list,
+)
 
 ZIPF = {
     "the": 7.7, "she": 6.2, "blog": 4.9, "noon": 4.0, "vlog": 2.95, "noob": 2.7, "shel": 2.6, "alot": 3.9,

@@ -6,7 +6,7 @@ import json
 
 import make_place_names
 
-from seq2spec.spelling.protection import PLACE_NAMES_PATH, word_list
+from seq2spec.spelling.protection.word_lists import PLACE_NAMES_PATH, word_list
 
 
 def test_names_are_chosen_by_the_rule():

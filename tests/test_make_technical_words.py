@@ -8,7 +8,7 @@ import types
 
 import make_technical_words
 
-from seq2spec.spelling.protection import (
+from seq2spec.spelling.protection.word_lists import (
     TECHNICAL_WORDS_IN_CONTEXT_PATH,
     TECHNICAL_WORDS_PATH,
     technical_words,

@@ -15,38 +15,40 @@ from seq2spec import Seq2SeqSpeculator
 from seq2spec.commands.toys import build_toy_model
 from seq2spec.default_models import SPELLER_DIR
 from seq2spec.spelling.pipeline import SpellingPipeline
-from seq2spec.spelling.protection import (
-    LOANWORDS_PATH,
-    REGIONAL_WORDS_PATH,
-    Kind,
-    Layout,
-    TokenizerWriting,
+from seq2spec.spelling.protection.layout import Layout
+from seq2spec.spelling.protection.markup import markup_spans
+from seq2spec.spelling.protection.phrases import (
+    code_spans,
+    foreign_phrase_spans,
+    place_name_spans,
+    quotation_text,
+    quotations,
+)
+from seq2spec.spelling.protection.shouted import shouted_words
+from seq2spec.spelling.protection.span_rules import (
     address_abbreviations,
     archaic_pronouns,
     archaic_verbs,
     broken_words,
     clinical_abbreviations,
-    code_spans,
-    foreign_phrase_spans,
     greetings,
     honorific_names,
+    is_name_within_sentence,
+    measurement_units,
+    name_runs,
+)
+from seq2spec.spelling.protection.word import Kind
+from seq2spec.spelling.protection.word_lists import LOANWORDS_PATH, REGIONAL_WORDS_PATH, word_list
+from seq2spec.spelling.protection.word_rules import (
     is_current_word,
     is_informal,
     is_lengthened,
-    is_name_within_sentence,
     is_place_name,
     is_quoted_word,
     is_technical,
-    markup_spans,
-    measurement_units,
-    name_runs,
-    place_name_spans,
-    quotation_text,
-    quotations,
-    shouted_words,
     technical_in_context,
-    word_list,
 )
+from seq2spec.spelling.protection.writing import TokenizerWriting
 from seq2spec.spelling.settings import SpellingSettings
 
 SHIPPED = (SPELLER_DIR / "big").is_dir()

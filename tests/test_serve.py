@@ -23,7 +23,7 @@ from seq2spec.serve.batching import Batcher, QueueFull
 from seq2spec.serve.languagetool import changes, lines_with_offsets, utf16_offsets
 from seq2spec.serve.transcriptions import transcriber
 from seq2spec.whisper.records import records_one_by_one_on_failure, render
-from seq2spec.whisper.transcription import WhisperDecoding
+from seq2spec.whisper.request import TranscriptionRequest, WhisperDecoding
 
 uvicorn = pytest.importorskip("uvicorn")
 language_tool_python = pytest.importorskip("language_tool_python")
@@ -84,7 +84,7 @@ def whisper(toy_whisper_dirs) -> Seq2SeqSpeculator:
 def server(speller, whisper):
     services = Services(
         correct=lambda lines: speller.correct(lines, truncate=True),
-        transcribe=transcriber(whisper, "batched", 4),
+        transcribe=transcriber(whisper, TranscriptionRequest(long_form="batched", batch_size=4)),
         limits=Limits(max_body_bytes=2 * 2**20, max_text_characters=5_000, max_audio_seconds=600),
     )
     running = Running(services)
@@ -160,24 +160,16 @@ def test_invalid_utf8_is_refused(server):
 
 def command_record(whisper, path: Path, **options) -> dict:
     """What ``seq2spec transcribe --long-form batched`` records for the file."""
-    return records_one_by_one_on_failure(
-        whisper,
-        [path],
-        language=None,
-        task="transcribe",
-        decoding=WhisperDecoding(),
-        long_form="batched",
-        piece_batch_size=4,
-        **options,
-    )[0]
+    request = TranscriptionRequest(long_form="batched", batch_size=4, decoding=WhisperDecoding()).updated(**options)
+    return records_one_by_one_on_failure(whisper, [path], request)[0]
 
 
 def test_the_openai_sdk_gets_the_command_s_transcripts(server, whisper, tmp_path):
     path = tmp_path / "clip.wav"
     path.write_bytes((SAMPLES / "clip00_flite_slt.wav").read_bytes())
     client = openai.OpenAI(base_url=f"{server.url}/v1", api_key="unused")
-    plain = command_record(whisper, path, timestamps=False, words=False)
-    timed = command_record(whisper, path, timestamps=True, words=True)
+    plain = command_record(whisper, path)
+    timed = command_record(whisper, path, return_timestamps=True, word_timestamps=True)
     assert plain["text"].strip()
     with path.open("rb") as audio:
         assert client.audio.transcriptions.create(model="whisper-1", file=audio).text == plain["text"].strip()
@@ -186,7 +178,7 @@ def test_the_openai_sdk_gets_the_command_s_transcripts(server, whisper, tmp_path
     assert text.strip() == plain["text"].strip()
     with path.open("rb") as audio:
         srt = client.audio.transcriptions.create(model="whisper-1", file=audio, response_format="srt")
-    assert srt == render(command_record(whisper, path, timestamps=True, words=False), "srt")
+    assert srt == render(command_record(whisper, path, return_timestamps=True), "srt")
     with path.open("rb") as audio:
         verbose = client.audio.transcriptions.create(
             model="whisper-1", file=audio, response_format="verbose_json", timestamp_granularities=["word", "segment"]
@@ -214,7 +206,7 @@ def test_concurrent_transcriptions_share_batches(server, whisper, tmp_path):
 
     with concurrent.futures.ThreadPoolExecutor(8) as pool:
         texts = list(pool.map(post, paths))
-    assert texts == [command_record(whisper, path, timestamps=False, words=False)["text"].strip() for path in paths]
+    assert texts == [command_record(whisper, path)["text"].strip() for path in paths]
     assert batcher.stats.jobs - before[1] == len(paths) and batcher.stats.batches - before[0] < len(paths)
 
 

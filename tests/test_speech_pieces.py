@@ -349,7 +349,7 @@ def test_speech_from_the_first_sample_keeps_its_first_word():
     arguments = dict(sampling_rate=SAMPLING_RATE, language="en")
     # decoded from its first sample, base writes "morning train to the coast ..."
     assert speculator.transcribe(audio, long_form="batched", **arguments).startswith("The morning train")
-    assert speculator.transcribe(audio, vad=True, **arguments).startswith("The morning train")
+    assert speculator.transcribe(audio, long_form="vad", **arguments).startswith("The morning train")
 
 
 @pytest.mark.skipif(not _base_installed(), reason='the embedded base is not installed: "seq2spec[whisper]"')
@@ -416,7 +416,7 @@ def test_vad_cuts_out_what_is_not_speech_before_the_sequential_long_form(toy_spe
         parts += [speech(index), 4.0 if index % 3 else 45.0]
     audio = composed(parts)[0]
     arguments = dict(sampling_rate=SAMPLING_RATE, language="en", return_timestamps=True, word_timestamps=True)
-    result = toy_speculator.transcribe(audio, vad=True, **arguments)
+    result = toy_speculator.transcribe(audio, long_form="vad", **arguments)
     piece = Piece(0, tuple(speech_spans(audio)))
     spoken = piece.samples(audio)
     assert len(spoken) > 30 * SAMPLING_RATE and len(spoken) < len(audio) / 2  # long form, most of it silence
@@ -432,22 +432,22 @@ def test_vad_cuts_out_what_is_not_speech_before_the_sequential_long_form(toy_spe
         for s in alone["segments"]
     ]  # fmt: skip
     assert [w["word"] for w in result["words"]] == [w["word"] for w in alone["words"]]
-    quiet = toy_speculator.transcribe([silence(50.0), audio], vad=True, **arguments)
+    quiet = toy_speculator.transcribe([silence(50.0), audio], long_form="vad", **arguments)
     assert quiet[0] == {"text": "", "segments": [], "words": []} and quiet[1] == result
 
 
 def test_the_command_s_vad_decodes_each_file_s_speech_alone(toy_whisper_dirs, tmp_path):
     talk = composed([3.0, speech(4), 40.0, speech(6), 2.0])[0]
     folder, out, argv = talk_and_quiet(tmp_path, talk, 35.0, toy_whisper_dirs[0])
-    assert main([*argv, "--vad", "--timestamps"]) == 0
+    assert main([*argv, "--long-form", "vad", "--timestamps"]) == 0
     records = {Path(r["file"]).name: r for r in map(json.loads, out.read_text().splitlines())}
     speculator = Seq2SeqSpeculator(str(toy_whisper_dirs[0]))
-    expected = speculator.transcribe(folder / "talk.wav", language="en", vad=True, return_timestamps=True)
+    expected = speculator.transcribe(folder / "talk.wav", language="en", long_form="vad", return_timestamps=True)
     assert {key: records["talk.wav"][key] for key in ("text", "segments")} == expected and expected["text"]
     assert records["quiet.wav"]["text"] == "" and records["quiet.wav"]["segments"] == []
 
 
-@pytest.mark.parametrize("flag", [["--long-form", "batched"], ["--vad"]])
+@pytest.mark.parametrize("flag", [["--long-form", "batched"], ["--long-form", "vad"]])
 def test_a_file_that_fails_part_way_costs_only_its_own_record(toy_whisper_dirs, tmp_path, capsys, flag, monkeypatch):
     """Files whose header reads but whose samples fail further on (a FLAC cut off in a copy, without PyAV to decode
     what it can of it; float samples with a NaN): each gets an error record naming the file and what went wrong, and

@@ -27,7 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the recipes
 from noise import HumanNoise  # noqa: E402
 from speller_data import load_typos  # noqa: E402
 
-from seq2spec.spelling.protection import is_technical
+from seq2spec.spelling.protection.word_rules import is_technical
 
 DATA = Path(__file__).resolve().parent
 SETS = {  # clean lines -> the set made of them

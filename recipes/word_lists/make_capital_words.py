@@ -28,7 +28,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from make_current_words import recorded_misspellings  # noqa: E402
 
 from seq2spec.spelling.classical import word_counts  # noqa: E402
-from seq2spec.spelling.protection import CAPITAL_WORDS_PATH, CONTRACTIONS_WITHOUT_APOSTROPHE  # noqa: E402
+from seq2spec.spelling.protection.shouted import CAPITAL_WORDS_PATH  # noqa: E402
+from seq2spec.spelling.protection.word import CONTRACTIONS_WITHOUT_APOSTROPHE
 
 MIN_ZIPF = 3.0
 MIN_LETTERS, MAX_LETTERS = 2, 8

@@ -41,7 +41,8 @@ from pathlib import Path
 
 from seq2spec.spelling.classical import word_counts
 from seq2spec.spelling.dictionary_words import dictionary_checker
-from seq2spec.spelling.protection import CURRENT_WORDS_PATH, NAME_WORDS_PATH, is_lengthened, technical_words
+from seq2spec.spelling.protection.word_lists import CURRENT_WORDS_PATH, NAME_WORDS_PATH, technical_words
+from seq2spec.spelling.protection.word_rules import is_lengthened
 
 # words that a missing space joins to a neighbour most often ("ofthe", "inthe", "tothe", "tobe", "itis")
 FUNCTION_WORDS = frozenset("and at be for in is it of on the to".split())

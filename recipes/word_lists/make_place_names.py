@@ -33,7 +33,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from make_current_words import one_edit_away  # noqa: E402
 
 from seq2spec.spelling.classical import word_counts  # noqa: E402
-from seq2spec.spelling.protection import PLACE_NAMES_PATH  # noqa: E402
+from seq2spec.spelling.protection.word_lists import PLACE_NAMES_PATH  # noqa: E402
 
 FREQUENT_COUNT = 20_000_000  # a name one edit from a word symspellpy counts this often is left out
 ZONE_REGIONS = (

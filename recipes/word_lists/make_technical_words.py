@@ -61,7 +61,7 @@ from speller_data import load_typos  # noqa: E402
 from symspellpy.editdistance import DistanceAlgorithm, EditDistance
 
 from seq2spec.spelling.dictionary_words import dictionary_checker
-from seq2spec.spelling.protection import TECHNICAL_WORDS_IN_CONTEXT_PATH, TECHNICAL_WORDS_PATH
+from seq2spec.spelling.protection.word_lists import TECHNICAL_WORDS_IN_CONTEXT_PATH, TECHNICAL_WORDS_PATH
 
 # misspellings in the descriptions that codespell does not record, found by reading the list
 DESCRIPTION_TYPOS = frozenset({"cammon", "geografic", "llibrary", "manipulaing", "recurseively"})

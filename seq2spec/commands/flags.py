@@ -8,9 +8,11 @@ import re
 from dataclasses import MISSING, fields
 from typing import Any
 
+from seq2spec.default_models import SPELLER_SETTINGS
 from seq2spec.memory import retain_freed_memory
 from seq2spec.options import SpeculationOptions
-from seq2spec.spelling.settings import SPELLER_SETTINGS, SpellingSettings
+from seq2spec.spelling.protection import rule_names
+from seq2spec.spelling.settings import SpellingSettings
 
 DTYPE_NAMES = ("float32", "float16", "bfloat16")
 RUN_DTYPE_NAMES = (*DTYPE_NAMES, "int8")  # int8: seq2spec's int8 mode on a CPU (seq2spec.int8)
@@ -66,6 +68,8 @@ def add_spelling_flags(parser: argparse.ArgumentParser) -> None:
         text = f"{setting.metadata['help']} ({default})"
         if isinstance(setting.default, bool):
             kind = {"action": argparse.BooleanOptionalAction}
+        elif setting.name == "protection_off":
+            kind = {"type": rule_names_list, "metavar": "RULE,RULE"}
         elif setting.name == "split_longer_than":
             kind, text = {"type": nonnegative_int, "metavar": "CHARS"}, text + "; 0: whole"
         else:
@@ -129,6 +133,16 @@ def positive_int(text: str) -> int:
 
 def nonnegative_int(text: str) -> int:
     return _whole_number(text, 0, "zero or a positive whole number")
+
+
+def rule_names_list(text: str) -> tuple[str, ...]:
+    """Protection rule names separated by commas, each one ``rule_names()`` knows."""
+    names = tuple(name.strip() for name in text.split(",") if name.strip())
+    unknown = sorted(set(names) - set(rule_names()))
+    if unknown:
+        known = ", ".join(rule_names())
+        raise argparse.ArgumentTypeError(f"unknown protection rule(s) {unknown}; the rules are: {known}")
+    return names
 
 
 def add_ray_flags(parser: argparse.ArgumentParser) -> None:

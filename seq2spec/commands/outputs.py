@@ -223,7 +223,7 @@ class ResumableText:
         self.out = out
         self.partial = out.with_name(out.name + ".partial")
         self.note = out.with_name(out.name + ".partial.json")
-        self.identity = identity
+        self.identity = json.loads(json.dumps(identity))  # as it reads back: tuples are lists
         self.handle = None
         self.lines_done = 0
         self.resumed = False

@@ -25,24 +25,9 @@ from seq2spec.options import SpeculationOptions
 from seq2spec.spelling.settings import SpellingSettings
 
 RAY_HINT = 'Ray is not installed: pip install "seq2spec[ray]"'
-# what every actor needs to build its speculator the way the local command would
-TRANSCRIBE_KEYS = (
-    "model",
-    "assistant",
-    "language",
-    "task",
-    "timestamps",
-    "word_timestamps",
-    "device",
-    "dtype",
-    "temperature_fallback",
-    "condition_on_previous_text",
-    "initial_prompt",
-    "seed",
-    "long_form",
-    "vad",
-    "batch_size",
-)
+# what every actor needs to build its speculator the way the local command would (and, transcribing, the command's
+# TranscriptionRequest: actor_options adds it)
+TRANSCRIBE_KEYS = ("model", "assistant", "device", "dtype")
 CORRECT_KEYS = (
     "model",
     "draft",
@@ -138,23 +123,18 @@ class TranscribeActor:
         from seq2spec.commands.transcribe import load_speculator
 
         torch.set_num_threads(max(1, int(options.pop("threads"))))
-        self.args = argparse.Namespace(**options)
-        self.speculator = load_speculator(self.args)
+        self.request = options.pop("request")  # the command's TranscriptionRequest
+        self.speculator = load_speculator(argparse.Namespace(**options))
 
     def __call__(self, batch: dict):
-        from seq2spec.commands.transcribe import decoding_of
         from seq2spec.whisper.records import records_one_by_one_on_failure
 
         paths = [Path(name) for name in batch["file"]]
-        args = self.args
+        request = self.request
         languages = {path: str(code) or None for path, code in zip(paths, batch["language"], strict=True)}
-        settings = {"language": languages, "task": args.task, "timestamps": args.timestamps}
-        settings.update(decoding=decoding_of(args), words=args.word_timestamps, long_form=args.long_form, vad=args.vad)
-        settings["piece_batch_size"] = args.batch_size
-        records = records_one_by_one_on_failure(self.speculator, paths, **settings)
-        extra = (("segments",) if args.timestamps or args.word_timestamps else ()) + (
-            ("words",) if args.word_timestamps else ()
-        )
+        records = records_one_by_one_on_failure(self.speculator, paths, request, languages=languages)
+        timed = request.return_timestamps or request.word_timestamps
+        extra = (("segments",) if timed else ()) + (("words",) if request.word_timestamps else ())
         return _columns(records, TRANSCRIPT_COLUMNS + extra)
 
 
@@ -163,6 +143,10 @@ def actor_options(args: argparse.Namespace, keys: tuple[str, ...]) -> dict[str, 
     as None, so that the draft's tuned options apply there as they would locally)."""
     options = {key: getattr(args, key) for key in (*keys, *SpeculationOptions.field_names())}
     options["threads"] = args.threads_per_actor or args.cpus_per_actor
+    if keys == TRANSCRIBE_KEYS:
+        from seq2spec.commands.transcribe import request_of
+
+        options["request"] = request_of(args)
     return options
 
 

@@ -27,6 +27,7 @@ from seq2spec.commands.flags import (
     positive_int,
     torch_dtype,
 )
+from seq2spec.whisper.request import LONG_FORMS, TranscriptionRequest
 
 LOCAL_HOSTS = ("127.0.0.1", "localhost", "::1")
 
@@ -58,7 +59,8 @@ def build_services(args: argparse.Namespace):
             return [one_line(line) for line in speller.correct(lines, truncate=True)]  # as seq2spec correct writes
 
     if not args.no_transcriber:
-        transcribe = transcriber(load_speculator(args), args.long_form, args.batch_size)
+        request = TranscriptionRequest(long_form=args.long_form, batch_size=args.batch_size)
+        transcribe = transcriber(load_speculator(args), request)
     limits = Limits(
         max_body_bytes=args.max_upload_mb * 2**20,
         max_audio_seconds=args.max_audio_seconds,
@@ -126,9 +128,10 @@ def add_parser(commands) -> argparse.ArgumentParser:
     serve.add_argument("--no-transcriber", action="store_true", help="serve the speller only")
     serve.add_argument(
         "--long-form",
-        choices=("sequential", "batched"),
+        choices=LONG_FORMS,
         default="batched",
-        help="how audio over 30 s is decoded (default batched: speech pieces decoded together)",
+        help="how audio over 30 s is decoded, as seq2spec transcribe's --long-form (default batched: speech pieces "
+        "decoded together)",
     )
     serve.add_argument(
         "--batch-size",

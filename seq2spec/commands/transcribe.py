@@ -39,7 +39,8 @@ from seq2spec.whisper.audio import duration_seconds, find_audio
 from seq2spec.whisper.languages import check_spoken, whisper_language
 from seq2spec.whisper.progress import AudioProgress
 from seq2spec.whisper.records import records_one_by_one_on_failure, render
-from seq2spec.whisper.speech import LONG_FORMS, load_detector
+from seq2spec.whisper.request import LONG_FORMS, TranscriptionRequest, WhisperDecoding
+from seq2spec.whisper.speech import load_detector
 
 
 def same_file(path: str | Path) -> str:
@@ -107,15 +108,22 @@ def common_root(files: list[Path]) -> Path:
     return Path(os.path.commonpath(parents)) if parents else Path.cwd()
 
 
-def decoding_of(args: argparse.Namespace):
-    """The command's ``WhisperDecoding``: fallback, previous-text conditioning, initial prompt."""
-    from seq2spec.whisper.transcription import WhisperDecoding
-
-    return WhisperDecoding(
+def request_of(args: argparse.Namespace) -> TranscriptionRequest:
+    """What the command asks of each batch of files (a file's language from ``--language-map`` goes beside it)."""
+    decoding = WhisperDecoding(
         temperature_fallback=args.temperature_fallback,
         condition_on_previous_text=args.condition_on_previous_text,
         initial_prompt=args.initial_prompt,
         seed=args.seed,
+    )
+    return TranscriptionRequest(
+        language=args.language,
+        task=args.task,
+        return_timestamps=args.timestamps,
+        word_timestamps=args.word_timestamps,
+        long_form=args.long_form,
+        batch_size=args.batch_size,
+        decoding=decoding,
     )
 
 
@@ -127,16 +135,11 @@ def load_speculator(args: argparse.Namespace):
     assistant = None if args.assistant == "none" else args.assistant
     if args.model:
         return Seq2SeqSpeculator(args.model, assistant, device=args.device, dtype=dtype, **speculation_changes(args))
-    from seq2spec.default_models import load_whisper_base
-    from seq2spec.int8 import float_dtype, is_int8_dtype, quantize_int8_pair
-    from seq2spec.whisper.draft import WHISPER_BASE_DRAFT_DIR, load_whisper_draft
+    from seq2spec.default_models import shipped_whisper
 
-    big, processor = load_whisper_base(device=args.device, dtype=float_dtype(dtype))
-    if args.assistant is None and WHISPER_BASE_DRAFT_DIR.is_dir():
-        assistant = load_whisper_draft(big)  # the shipped distilled draft, with its tuned options
-    if is_int8_dtype(dtype):
-        quantize_int8_pair(big, assistant if not isinstance(assistant, str) else None)
-    return Seq2SeqSpeculator(big, assistant, processor, **speculation_changes(args))
+    shipped = shipped_whisper(device=args.device, dtype=dtype, with_draft=args.assistant is None)
+    draft = shipped.draft if args.assistant is None else assistant
+    return Seq2SeqSpeculator(shipped.big, draft, shipped.tokenizer, **{**shipped.options, **speculation_changes(args)})
 
 
 def read_language_map(path: Path) -> dict[str, str]:
@@ -210,77 +213,85 @@ def _transcribe_files(
 ) -> int | None:
     """Transcribe ``todo`` into ``results`` batch by batch (each batch's side files written as it is done); an exit
     status when the run ends early (a model that cannot be loaded, a stop), else None."""
-    from tqdm import tqdm
-
     try:
-        decoding = decoding_of(args)
-        if args.long_form == "batched" or args.vad:
+        request = request_of(args)
+        if request.finds_speech:
             load_detector()
         speculator = load_speculator(args)
         check_spoken(speculator.big, {args.language, *args.languages.values()} - {None})
     except (FileNotFoundError, ValueError, OSError, ImportError) as error:
         print(f"seq2spec transcribe: {error}", file=sys.stderr)
         return 2
-    failures = transcripts = 0
-    audio_seconds = 0.0
-    started = time.perf_counter()
-    progress = tqdm(
-        total=round(sum(durations.values()), 1), unit="s", desc="audio", dynamic_ncols=True, file=sys.stderr
-    )
-    seconds_done = AudioProgress(progress)
-    proposed = accepted = 0
-    covered = 0.0  # seconds of audio in the batches done
+    run = _Run(todo, durations)
     with results:
         try:
             for start in range(0, len(todo), args.batch_size):
                 batch = todo[start : start + args.batch_size]
+                languages = {path: args.languages.get(same_file(path), args.language) for path in batch}
                 records = records_one_by_one_on_failure(
-                    speculator,
-                    batch,
-                    language={path: args.languages.get(same_file(path), args.language) for path in batch},
-                    task=args.task,
-                    timestamps=args.timestamps,
-                    on_progress=seconds_done.add,
-                    decoding=decoding,
-                    words=args.word_timestamps,
-                    long_form=args.long_form,
-                    piece_batch_size=args.batch_size,
-                    vad=args.vad,
+                    speculator, batch, request, languages=languages, on_progress=run.seconds_done.add
                 )
-                if any("text" in r for r in records):
-                    proposed += speculator.last_stats.proposed_draft_tokens
-                    accepted += speculator.last_stats.accepted_draft_tokens
-                by_name = {str(path): path for path in batch}
-                for record in records:
-                    record = with_identity(record, by_name[record["file"]])
-                    with stops_deferred():  # a record is written and counted, or not at all
-                        results.append(record)
-                        if "error" in record:
-                            failures += 1
-                            continue
-                        transcripts += 1
-                    audio_seconds += record["duration"]
-                    side.write(record)
-                covered += sum(durations[p] for p in batch)
-                seconds_done.move_to(covered)
-                progress.set_postfix(files=f"{start + len(batch)}/{len(todo)}", rtf=_rtf(started, audio_seconds))
+                run.keep(records, batch, speculator.last_stats, results, side)
         except KeyboardInterrupt as stop:
-            progress.close()
+            run.progress.close()
             print(
-                f"seq2spec transcribe: stopped; {transcripts} files transcribed in this run are kept in {args.out}, "
-                "rerun to continue",
+                f"seq2spec transcribe: stopped; {run.transcripts} files transcribed in this run are kept in "
+                f"{args.out}, rerun to continue",
                 file=sys.stderr,
             )
             return exit_status(stop)
-    progress.close()
-    wall = time.perf_counter() - started
-    acceptance = f"{accepted / proposed:.2f}" if proposed else "n/a (no draft)"
-    print(
-        f"done: {len(todo)} files ({failures} failed), {audio_seconds:.1f} s of audio in {wall:.1f} s, "
-        f"real-time factor {_rtf(started, audio_seconds)}, acceptance {acceptance}; results in {args.out}",
-        file=sys.stderr,
-    )
+    run.finish(args.out)
     return None
+
+
+class _Run:
+    """The progress and counts of one run of ``_transcribe_files``."""
+
+    def __init__(self, todo: list[Path], durations: dict[Path, float]) -> None:
+        from tqdm import tqdm
+
+        self.todo, self.durations = todo, durations
+        self.failures = self.transcripts = self.proposed = self.accepted = self.files_done = 0
+        self.audio_seconds = self.covered = 0.0  # seconds transcribed; seconds of audio in the batches done
+        self.started = time.perf_counter()
+        total = round(sum(durations.values()), 1)
+        self.progress = tqdm(total=total, unit="s", desc="audio", dynamic_ncols=True, file=sys.stderr)
+        self.seconds_done = AudioProgress(self.progress)
+
+    def keep(
+        self, records: list[dict[str, Any]], batch: list[Path], stats: Any, results: JsonlRecords, side: SideFiles
+    ) -> None:
+        """A batch's records appended to ``results`` (each written and counted, or not at all), side files written."""
+        if any("text" in r for r in records):
+            self.proposed += stats.proposed_draft_tokens
+            self.accepted += stats.accepted_draft_tokens
+        by_name = {str(path): path for path in batch}
+        for record in records:
+            record = with_identity(record, by_name[record["file"]])
+            with stops_deferred():  # a record is written and counted, or not at all
+                results.append(record)
+                if "error" in record:
+                    self.failures += 1
+                    continue
+                self.transcripts += 1
+            self.audio_seconds += record["duration"]
+            side.write(record)
+        self.covered += sum(self.durations[p] for p in batch)
+        self.files_done += len(batch)
+        self.seconds_done.move_to(self.covered)
+        rtf = _rtf(self.started, self.audio_seconds)
+        self.progress.set_postfix(files=f"{self.files_done}/{len(self.todo)}", rtf=rtf)
+
+    def finish(self, out: Path) -> None:
+        self.progress.close()
+        wall = time.perf_counter() - self.started
+        acceptance = f"{self.accepted / self.proposed:.2f}" if self.proposed else "n/a (no draft)"
+        print(
+            f"done: {len(self.todo)} files ({self.failures} failed), {self.audio_seconds:.1f} s of audio in "
+            f"{wall:.1f} s, real-time factor {_rtf(self.started, self.audio_seconds)}, acceptance {acceptance}; "
+            f"results in {out}",
+            file=sys.stderr,
+        )
 
 
 def _rtf(started: float, audio_seconds: float) -> str:
@@ -373,42 +384,7 @@ def add_parser(commands) -> argparse.ArgumentParser:
         default=16,
         help="files decoded together, sorted by duration (with --long-form batched: speech pieces) (default 16)",
     )
-    decoding = transcribe.add_argument_group(
-        "decoding", "the default is greedy decoding: exactly the big model's own greedy output"
-    )
-    decoding.add_argument(
-        "--temperature-fallback",
-        action="store_true",
-        help="openai-whisper's fallback: a window whose text is repetitive (gzip compression ratio > 2.4) or "
-        "unlikely (average log-probability < -1.0) is decoded again by sampling at temperatures 0.2, 0.4, ... 1.0; "
-        "a likely silent window (no-speech probability > 0.6) is skipped",
-    )
-    decoding.add_argument(
-        "--condition-on-previous-text",
-        action="store_true",
-        help="in audio longer than 30 s, decode each window after the text of the windows before it",
-    )
-    decoding.add_argument("--initial-prompt", metavar="TEXT", help="text to decode the first window after")
-    decoding.add_argument(
-        "--long-form",
-        choices=LONG_FORMS,
-        default="sequential",
-        help="sequential (default): Whisper's own long form, window after window, exactly the model's generate; "
-        "batched: speech found by Silero VAD and joined into pieces of at most 30 s with the pauses left out, the "
-        "pieces of --batch-size files decoded together in batches of --batch-size, each piece exactly the model's "
-        "output for it (text across pieces can differ from the sequential mode's), files read piece by piece; "
-        "silence and noise give no words",
-    )
-    decoding.add_argument(
-        "--vad",
-        action="store_true",
-        help="with --long-form sequential: cut out what is not speech (Silero VAD) and decode each file's speech as "
-        "one recording, times in the file's own; silence and noise give no words (the batched long form always "
-        "does this)",
-    )
-    decoding.add_argument(
-        "--seed", type=int, default=0, help="seed of the sampled fallback passes (default: 0, reproducible)"
-    )
+    _add_decoding_flags(transcribe)
     transcribe.add_argument(
         "--format",
         choices=["jsonl", "txt", "srt", "vtt"],
@@ -428,3 +404,36 @@ def add_parser(commands) -> argparse.ArgumentParser:
     add_ray_flags(transcribe)
     transcribe.set_defaults(run=run)
     return transcribe
+
+
+def _add_decoding_flags(parser: argparse.ArgumentParser) -> None:
+    decoding = parser.add_argument_group(
+        "decoding", "the default is greedy decoding: exactly the big model's own greedy output"
+    )
+    decoding.add_argument(
+        "--temperature-fallback",
+        action="store_true",
+        help="openai-whisper's fallback: a window whose text is repetitive (gzip compression ratio > 2.4) or "
+        "unlikely (average log-probability < -1.0) is decoded again by sampling at temperatures 0.2, 0.4, ... 1.0; "
+        "a likely silent window (no-speech probability > 0.6) is skipped",
+    )
+    decoding.add_argument(
+        "--condition-on-previous-text",
+        action="store_true",
+        help="in audio longer than 30 s, decode each window after the text of the windows before it",
+    )
+    decoding.add_argument("--initial-prompt", metavar="TEXT", help="text to decode the first window after")
+    decoding.add_argument(
+        "--long-form",
+        choices=LONG_FORMS,
+        default="sequential",
+        help="how audio over 30 s is decoded. sequential (default): Whisper's own long form, window after window, "
+        "exactly the model's generate; vad: the same on the speech Silero VAD finds, each file's speech decoded as "
+        "one recording with what is not speech cut out, times in the file's own; batched: that speech joined into "
+        "pieces of at most 30 s with the pauses left out, the pieces of --batch-size files decoded together in "
+        "batches of --batch-size, each piece exactly the model's output for it (text across pieces can differ from "
+        "the sequential mode's), files read piece by piece. vad and batched give silence and noise no words",
+    )
+    decoding.add_argument(
+        "--seed", type=int, default=0, help="seed of the sampled fallback passes (default: 0, reproducible)"
+    )

@@ -14,8 +14,7 @@ import torch
 from transformers import GenerationConfig, LogitsProcessorList, StoppingCriteriaList
 from transformers.generation.stopping_criteria import EosTokenCriteria, MaxLengthCriteria
 
-from seq2spec.decoding.processors import PromptNoSpeechDetection, with_cached_masks
-from seq2spec.decoding.row_bound import with_row_bound
+from seq2spec.decoding.processors import PromptNoSpeechDetection, with_cached_masks, with_row_bound
 
 # Settings that change the decoding strategy away from greedy search or multinomial sampling.
 _ONE_SEQUENCE = {"num_beams": 1, "num_return_sequences": 1, "num_beam_groups": 1, "penalty_alpha": None}

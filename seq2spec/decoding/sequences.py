@@ -10,7 +10,7 @@ from transformers import LogitsProcessor, LogitsProcessorList
 from seq2spec.decoding.fast.captured_processing import CapturedStepProcessing, capturable
 from seq2spec.decoding.fast.checked import BIT_EQUAL, check
 from seq2spec.decoding.fast.transfer import to_device
-from seq2spec.decoding.row_bound import for_rows, has_row_bound
+from seq2spec.decoding.processors import for_rows, has_row_bound
 
 
 class TokenBuffer:

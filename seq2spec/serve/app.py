@@ -21,7 +21,7 @@ from starlette.routing import Route
 from seq2spec.serve import languagetool
 from seq2spec.serve.batching import Batcher, QueueFull
 from seq2spec.serve.languagetool import RequestError
-from seq2spec.serve.transcriptions import TranscriptionRequest, transcription_response
+from seq2spec.serve.transcriptions import TranscriptionForm, transcription_response
 
 RETRY_AFTER_SECONDS = 1
 
@@ -94,8 +94,29 @@ async def until_done_or_gone(request: Request, work: Awaitable[Any]) -> Any:
             raise ConnectionAbortedError("the client disconnected")
 
 
+_Endpoint = Callable[[Request], Awaitable[Response]]
+
+
 def build_app(services: Services) -> Starlette:
     """The application; its batchers start now and stop when the application shuts down."""
+    text_batcher, audio_batcher = _batchers(services)
+    routes = [
+        Route("/health", _health_endpoint(text_batcher, audio_batcher), methods=["GET"]),
+        Route("/v2/languages", _guarded(_languages_endpoint(text_batcher), services), methods=["GET"]),
+        Route("/v2/check", _guarded(_check_endpoint(text_batcher, services), services), methods=["POST"]),
+        Route(
+            "/v1/audio/transcriptions",
+            _guarded(_transcriptions_endpoint(audio_batcher, services), services),
+            methods=["POST"],
+        ),
+    ]
+    app = Starlette(routes=routes, lifespan=_closing_lifespan(text_batcher, audio_batcher))
+    app.state.batchers = {"text": text_batcher, "audio": audio_batcher}
+    return app
+
+
+def _batchers(services: Services) -> tuple[Batcher | None, Batcher | None]:
+    """``(text batcher, audio batcher)``, each None where the server runs no speller or no transcriber."""
     limits = services.limits
     text_batcher = audio_batcher = None
     if services.correct is not None:
@@ -103,36 +124,46 @@ def build_app(services: Services) -> Starlette:
         text_batcher = Batcher(lambda rows, options: correct(rows), services.text_batch_rows, limits.max_waiting_rows)
     if services.transcribe is not None:
         audio_batcher = Batcher(services.transcribe, services.audio_batch_rows, limits.max_waiting_rows)
+    return text_batcher, audio_batcher
 
-    def authorised(request: Request) -> bool:
-        if services.api_key is None:
-            return True
-        return request.headers.get("authorization", "") == f"Bearer {services.api_key}"
 
-    def guarded(handler: Callable[[Request], Awaitable[Response]]) -> Callable[[Request], Awaitable[Response]]:
-        async def endpoint(request: Request) -> Response:
-            if not authorised(request):
-                return error(401, "a valid API key is required: Authorization: Bearer KEY", kind="authentication_error")
-            try:
-                return await handler(request)
-            except BodyTooLarge:
-                return error(413, f"the request body is over the limit of {limits.max_body_bytes} bytes")
-            except RequestError as refused:
-                kind = "server_error" if refused.status >= 500 else "invalid_request_error"
-                return error(refused.status, str(refused), kind=kind)
-            except QueueFull as full:
-                return error(
-                    503,
-                    f"the server is busy: {full}; retry later",
-                    kind="server_busy",
-                    headers={"Retry-After": str(RETRY_AFTER_SECONDS)},
-                )
-            except ConnectionAbortedError:
-                return Response(status_code=499)
-            except Exception as failure:  # noqa: BLE001 - a decoding fault answers this request; the server stays up
-                return error(500, f"decoding failed: {type(failure).__name__}: {failure}", kind="server_error")
+def _authorised(request: Request, api_key: str | None) -> bool:
+    """Whether the request carries the API key (always, when the server has none)."""
+    if api_key is None:
+        return True
+    return request.headers.get("authorization", "") == f"Bearer {api_key}"
 
-        return endpoint
+
+def _guarded(handler: _Endpoint, services: Services) -> _Endpoint:
+    """``handler`` behind the API key, its refusals and failures answered as JSON errors."""
+
+    async def endpoint(request: Request) -> Response:
+        if not _authorised(request, services.api_key):
+            return error(401, "a valid API key is required: Authorization: Bearer KEY", kind="authentication_error")
+        try:
+            return await handler(request)
+        except BodyTooLarge:
+            return error(413, f"the request body is over the limit of {services.limits.max_body_bytes} bytes")
+        except RequestError as refused:
+            kind = "server_error" if refused.status >= 500 else "invalid_request_error"
+            return error(refused.status, str(refused), kind=kind)
+        except QueueFull as full:
+            return error(
+                503,
+                f"the server is busy: {full}; retry later",
+                kind="server_busy",
+                headers={"Retry-After": str(RETRY_AFTER_SECONDS)},
+            )
+        except ConnectionAbortedError:
+            return Response(status_code=499)
+        except Exception as failure:  # noqa: BLE001 - a decoding fault answers this request; the server stays up
+            return error(500, f"decoding failed: {type(failure).__name__}: {failure}", kind="server_error")
+
+    return endpoint
+
+
+def _health_endpoint(text_batcher: Batcher | None, audio_batcher: Batcher | None) -> _Endpoint:
+    """``/health``: what the server runs and how many rows wait for each batcher."""
 
     async def health(request: Request) -> Response:
         waiting = {
@@ -149,10 +180,23 @@ def build_app(services: Services) -> Starlette:
             }
         )
 
+    return health
+
+
+def _languages_endpoint(text_batcher: Batcher | None) -> _Endpoint:
+    """``/v2/languages``: LanguageTool's language list (404 without a speller)."""
+
     async def languages(request: Request) -> Response:
         if text_batcher is None:
             raise RequestError(404, "this server runs no speller")
         return JSONResponse(list(languagetool.LANGUAGES))
+
+    return languages
+
+
+def _check_endpoint(text_batcher: Batcher | None, services: Services) -> _Endpoint:
+    """``/v2/check``: the text's lines corrected by the speller, as LanguageTool's matches."""
+    limits = services.limits
 
     async def check(request: Request) -> Response:
         if text_batcher is None:
@@ -174,6 +218,13 @@ def build_app(services: Services) -> Starlette:
         corrected_lines = [next(corrected) if line.strip() else line for _, line in lines]
         return JSONResponse(languagetool.check_response(text, corrected_lines, language, services.version))
 
+    return check
+
+
+def _transcriptions_endpoint(audio_batcher: Batcher | None, services: Services) -> _Endpoint:
+    """``/v1/audio/transcriptions``: the uploaded audio transcribed, as OpenAI's response."""
+    limits = services.limits
+
     async def transcriptions(request: Request) -> Response:
         if audio_batcher is None:
             raise RequestError(404, "this server runs no transcriber")
@@ -184,7 +235,7 @@ def build_app(services: Services) -> Starlette:
             raise RequestError(400, "missing the 'file' field: the audio, as multipart/form-data")
         try:
             data = await upload.read()
-            transcription = TranscriptionRequest.of(form, services.model_name)
+            transcription = TranscriptionForm.of(form, services.model_name)
             with tempfile.TemporaryDirectory(prefix="seq2spec-serve-") as folder:
                 path = Path(folder) / _safe_name(upload.filename)
                 path.write_bytes(data)
@@ -197,23 +248,20 @@ def build_app(services: Services) -> Starlette:
             raise RequestError(500 if record["error"].startswith("decoding failed") else 400, record["error"])
         return transcription_response(record, transcription, duration)
 
-    routes = [
-        Route("/health", health, methods=["GET"]),
-        Route("/v2/languages", guarded(languages), methods=["GET"]),
-        Route("/v2/check", guarded(check), methods=["POST"]),
-        Route("/v1/audio/transcriptions", guarded(transcriptions), methods=["POST"]),
-    ]
+    return transcriptions
+
+
+def _closing_lifespan(*batchers: Batcher | None):
+    """The application's lifespan: on shutdown each batcher decodes the jobs already queued, then stops."""
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette):
         yield
-        for batcher in (text_batcher, audio_batcher):  # the jobs already queued are decoded first
+        for batcher in batchers:
             if batcher is not None:
                 await asyncio.to_thread(batcher.close)
 
-    app = Starlette(routes=routes, lifespan=lifespan)
-    app.state.batchers = {"text": text_batcher, "audio": audio_batcher}
-    return app
+    return lifespan
 
 
 async def text_form(request: Request, limit: int) -> dict[str, str]:

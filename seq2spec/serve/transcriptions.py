@@ -17,6 +17,7 @@ from starlette.responses import JSONResponse, PlainTextResponse, Response
 
 from seq2spec.serve.languagetool import RequestError
 from seq2spec.whisper.languages import whisper_language
+from seq2spec.whisper.request import TranscriptionRequest, WhisperDecoding
 
 RESPONSE_FORMATS = ("json", "text", "srt", "vtt", "verbose_json")
 GRANULARITIES = ("segment", "word")
@@ -34,7 +35,7 @@ class DecodeOptions:
 
 
 @dataclass(frozen=True)
-class TranscriptionRequest:
+class TranscriptionForm:
     """A transcription request's fields, checked."""
 
     response_format: str
@@ -42,7 +43,7 @@ class TranscriptionRequest:
     options: DecodeOptions
 
     @classmethod
-    def of(cls, form: Any, model_name: str) -> TranscriptionRequest:
+    def of(cls, form: Any, model_name: str) -> TranscriptionForm:
         """From the multipart form; ``RequestError`` (400) naming a field that is wrong."""
         known = {
             "file",
@@ -113,7 +114,7 @@ def _temperature(value: Any) -> float:
     return temperature
 
 
-def transcription_response(record: dict[str, Any], request: TranscriptionRequest, duration: float) -> Response:
+def transcription_response(record: dict[str, Any], request: TranscriptionForm, duration: float) -> Response:
     """The record in the format asked for."""
     from seq2spec.whisper.records import render
 
@@ -144,25 +145,21 @@ def transcription_response(record: dict[str, Any], request: TranscriptionRequest
     return JSONResponse(verbose)
 
 
-def transcriber(speculator, long_form: str, batch_size: int):
+def transcriber(speculator, request: TranscriptionRequest):
     """The function the audio batcher calls: ``(paths, DecodeOptions) -> records``, as ``seq2spec transcribe``
-    makes them (a batch that fails is decoded file by file)."""
+    makes them with ``request`` (its long form and batch size; language, timestamps, words, fallback and prompt as
+    each call asks); a batch that fails is decoded file by file."""
     from seq2spec.whisper.records import records_one_by_one_on_failure
-    from seq2spec.whisper.transcription import WhisperDecoding
 
     def transcribe(paths: list[str], options: DecodeOptions) -> list[dict[str, Any]]:
         decoding = WhisperDecoding(temperature_fallback=options.fallback, initial_prompt=options.prompt)
-        records = records_one_by_one_on_failure(
-            speculator,
-            [Path(path) for path in paths],
+        asked = request.updated(
             language=options.language,
-            task="transcribe",
-            timestamps=options.timestamps,
+            return_timestamps=options.timestamps,
+            word_timestamps=options.words,
             decoding=decoding,
-            words=options.words,
-            long_form=long_form,
-            piece_batch_size=batch_size,
         )
+        records = records_one_by_one_on_failure(speculator, [Path(path) for path in paths], asked)
         by_file = {record["file"]: record for record in records}
         return [by_file[str(Path(path))] for path in paths]
 

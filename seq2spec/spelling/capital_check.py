@@ -48,7 +48,7 @@ from transformers import PreTrainedModel, PreTrainedTokenizerBase
 from seq2spec.spelling.capitals import is_calendar_slip
 from seq2spec.spelling.classical import WHITESPACE, WORD_TOKEN, WordAlignment, apply_case, case_pattern
 from seq2spec.spelling.dictionary_words import NAME_EDITS, dictionary_checker, edit_distance
-from seq2spec.spelling.protection import technical_in_context
+from seq2spec.spelling.protection.word_rules import technical_in_context
 from seq2spec.spelling.settings import DEFAULT_INITIAL_MARGIN, DEFAULT_MARGIN
 
 # a word that ends a sentence: its last letters followed by . ! or ?, then any closing quotes or brackets

@@ -49,7 +49,7 @@ def is_calendar_slip(word: str, suggestion: str | None) -> bool:
     """Whether ``word``, whose dictionary neighbour is ``suggestion``, is a slip of a month's or weekday's name rather
     than a name of its own: ``protection.name_words`` holds the names one edit from such a name ("Sundar", "Avril",
     "Movember"), which keep the steps of any other word."""
-    from seq2spec.spelling.protection import name_words
+    from seq2spec.spelling.protection.word_lists import name_words
 
     return suggestion in CALENDAR_NAMES and word.lower() not in name_words()
 
@@ -57,7 +57,7 @@ def is_calendar_slip(word: str, suggestion: str | None) -> bool:
 @cache
 def given_names() -> frozenset[str]:
     """The names of ``GIVEN_NAMES_PATH``, in lower case."""
-    from seq2spec.spelling.protection import word_list
+    from seq2spec.spelling.protection.word_lists import word_list
 
     return word_list(GIVEN_NAMES_PATH)
 

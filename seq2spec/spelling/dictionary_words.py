@@ -32,7 +32,7 @@ from collections.abc import Callable
 from functools import cache
 
 from seq2spec.spelling.classical import WordAlignment, word_counts
-from seq2spec.spelling.protection import is_technical
+from seq2spec.spelling.protection.word_rules import is_technical
 
 # a word's core: the punctuation around it (quotes, brackets, the marks that end a clause) left out
 WORD_CORE = re.compile(r"^[^0-9A-Za-z\u00c0-\uffff]*(.*?)[^0-9A-Za-z\u00c0-\uffff]*$", re.DOTALL)

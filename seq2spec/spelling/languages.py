@@ -32,7 +32,7 @@ import re
 import unicodedata
 from functools import cache
 
-from seq2spec.spelling.protection import quotations
+from seq2spec.spelling.protection.phrases import quotations
 
 # the languages told from English (each costs about 30 MB of lingua's models in memory, loaded on first use)
 OTHER_LANGUAGES = (

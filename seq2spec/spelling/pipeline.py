@@ -20,7 +20,7 @@ from seq2spec.spelling.capitals import fold_capitals
 from seq2spec.spelling.dictionary_words import keep_dictionary_words_of
 from seq2spec.spelling.languages import in_other_language, quote_in_other_language
 from seq2spec.spelling.pieces import PiecedTexts
-from seq2spec.spelling.protection import Layout, TokenizerWriting, text_apostrophe
+from seq2spec.spelling.protection import Layout, RuleSet, TokenizerWriting, text_apostrophe
 from seq2spec.spelling.repeated_words import keep_repeated_words_of
 from seq2spec.spelling.settings import SpellingSettings
 from seq2spec.spelling.varieties import keep_spelling_varieties_of
@@ -102,8 +102,9 @@ class SpellingPipeline:
         writing = _writing(self.tokenizer)
         apostrophes = {owner.index: text_apostrophe(texts[owner.index]) for owner in owners}
         quote_kept = quote_in_other_language if self.settings.keep_other_languages else None
+        rules = RuleSet(frozenset(self.settings.protection_off))
         layouts = [
-            Layout.of(piece, writing, apostrophes[owner.index], quote_kept)
+            Layout.of(piece, writing, apostrophes[owner.index], quote_kept, rules)
             for piece, owner in zip(pieces, owners, strict=True)
         ]
         outputs = list(pieces)

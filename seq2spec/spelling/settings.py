@@ -1,8 +1,8 @@
 """``SpellingSettings``: the one list of text steps ``Seq2SeqSpeculator.correct`` takes around a correction model.
 
-A model carries the settings it was made for (``model.seq2spec_spelling``, set by the shipped speller's loader), as a
-shipped draft carries its speculation options; every other model gets the defaults. The commands derive their flags
-from the fields and their help texts.
+A model carries the settings it was made for (``model.seq2spec_spelling``, set by the shipped speller's loader:
+``seq2spec.default_models.SPELLER_SETTINGS``), as a shipped draft carries its speculation options; every other model
+gets the defaults. The commands derive their flags from the fields and their help texts.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
-from seq2spec.spelling.languages import mostly_other_script
+from seq2spec.spelling.protection import RuleSet
 
 # the capital check's margins (seq2spec.spelling.capital_check), nats below the model's own output
 DEFAULT_MARGIN = 6.5  # a capitalised word within a sentence
@@ -37,6 +37,11 @@ class SpellingSettings:
         "alone, names such as iPhone, code between backticks, words of software (async, numpy, postgres, csv), chat "
         "abbreviations, colloquial spellings "
         "(gimme, y'all, sittin'), a lower-case i, a word in quotes of its own, runs of . ! ? ending a word",
+    )
+    protection_off: tuple[str, ...] = _setting(
+        (),
+        "the protection rules and readings to switch off, by name (seq2spec.spelling.protection.rule_names(): names, "
+        "code_spans, technical, informal, current_words, place_names, markup, shouted, ...)",
     )
     split_longer_than: int | None = _setting(
         None,
@@ -127,6 +132,10 @@ class SpellingSettings:
             value = getattr(self, name)
             if not isinstance(value, (int, float)) or isinstance(value, bool) or not value >= 0:
                 raise ValueError(f"{name} must be a number of nats >= 0, got {value!r}")
+        if isinstance(self.protection_off, str) or not all(isinstance(name, str) for name in self.protection_off):
+            raise TypeError(f"protection_off must be a sequence of rule names, got {self.protection_off!r}")
+        object.__setattr__(self, "protection_off", tuple(self.protection_off))
+        RuleSet(frozenset(self.protection_off))  # an unknown name is a ValueError that lists the rules
         if self.unchanged is not None and not callable(self.unchanged):
             raise TypeError(f"unchanged must be a function of a text, or None; got {self.unchanged!r}")
 
@@ -156,27 +165,3 @@ def settings_of(model: object) -> SpellingSettings:
     """The settings a model was made for (``model.seq2spec_spelling``), else the defaults."""
     settings = getattr(model, "seq2spec_spelling", None)
     return settings if isinstance(settings, SpellingSettings) else SpellingSettings()
-
-
-SPELLER_SENTENCE_CHARS = 140  # the longest training sentence of the shipped speller (recipes/speller_data.py)
-# The text steps the shipped speller (seq2spec.default_models.load_speller) runs with (recipes/README.md measures each):
-# what it cannot write or must not change kept as written, sentence pieces of at most the length it trained on, capitals
-# folded, non-words it left, dictionary words it changed into others and non-words it made into far words checked,
-# dictionary and unknown words it garbled kept, words in the writer's variety of English and words repeated on purpose
-# kept, text in another script or confidently in another language (it knows English only) returned as written
-# (seq2spec.spelling.languages), and so is a text it looped on.
-SPELLER_SETTINGS = SpellingSettings(
-    split_longer_than=SPELLER_SENTENCE_CHARS,
-    fold_capitals=True,
-    check_capitals=True,
-    check_words=True,
-    check_changes=True,
-    check_nearer_words=True,
-    keep_dictionary_words=True,
-    keep_unknown_words=True,
-    keep_spelling_varieties=True,
-    keep_repeated_words=True,
-    keep_other_languages=True,
-    keep_looped_texts=True,
-    unchanged=mostly_other_script,
-)

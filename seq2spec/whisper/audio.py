@@ -266,6 +266,7 @@ class AudioFile:
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
         self.source = self.path  # the file read: a container's decoded copy, or PyAV's of a file soundfile fails on
+        self.speech: tuple | None = None  # its stretches of speech, once found (seq2spec.whisper.speech.clip_speech)
         if is_container(self.path):
             self._read_copy(transcoded(self.path))
             return

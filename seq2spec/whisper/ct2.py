@@ -448,7 +448,7 @@ def convert_ct2_whisper(
     complete, so an interrupted or concurrent conversion leaves nothing half-written. ``destination`` must be new,
     empty, or an earlier conversion (``overwrite=True``: any folder this tool is known to have made). Returns it.
     """
-    from transformers import WhisperConfig, WhisperFeatureExtractor, WhisperForConditionalGeneration, WhisperProcessor
+    from transformers import WhisperFeatureExtractor, WhisperProcessor
 
     source, destination = Path(source), Path(destination)
     check_destination(source, destination, overwrite=overwrite)
@@ -456,20 +456,8 @@ def convert_ct2_whisper(
     tokenizer_file = source / "tokenizer.json"
     if not tokenizer_file.is_file():
         raise FileNotFoundError(f"{source} has no tokenizer.json (a CTranslate2 Whisper directory needs one)")
-    try:
-        ct2 = read_ct2_model(files)
-        config_kwargs, state = hf_whisper_state(ct2)
-    except Ct2FormatError:
-        raise
-    except (KeyError, IndexError, ValueError, struct.error) as error:
-        raise Ct2FormatError(f"{source}: not a CTranslate2 Whisper model this converter can read ({error!r})") from None
-    config_path = source / "config.json"
-    try:
-        ct2_config = json.loads(config_path.read_text(encoding="utf-8")) if config_path.is_file() else {}
-    except (ValueError, UnicodeDecodeError) as error:
-        raise Ct2FormatError(f"{config_path} is not valid JSON ({error})") from None
-    if not isinstance(ct2_config, dict):
-        raise Ct2FormatError(f"{config_path} does not hold a JSON object")
+    config_kwargs, state = _read_whisper_state(source, files)
+    ct2_config = _read_ct2_config(source / "config.json")
     tokenizer = load_whisper_tokenizer(tokenizer_file, config_kwargs["vocab_size"])
     generation_config = whisper_generation_config(
         tokenizer,
@@ -478,6 +466,39 @@ def convert_ct2_whisper(
         config_kwargs["decoder_layers"],
         config_kwargs["decoder_attention_heads"],
     )
+    model = _whisper_model(config_kwargs, state, generation_config).to(dtype).eval()
+    feature_extractor = WhisperFeatureExtractor(feature_size=model.config.num_mel_bins)
+    processor = WhisperProcessor(feature_extractor=feature_extractor, tokenizer=tokenizer)
+    _save_conversion(model, processor, source, destination)
+    return destination
+
+
+def _read_whisper_state(source: Path, files: list[str | Path]) -> tuple[dict[str, Any], dict[str, torch.Tensor]]:
+    """``hf_whisper_state`` of the model in ``files``; one it cannot read is a ``Ct2FormatError`` naming ``source``."""
+    try:
+        return hf_whisper_state(read_ct2_model(files))
+    except Ct2FormatError:
+        raise
+    except (KeyError, IndexError, ValueError, struct.error) as error:
+        raise Ct2FormatError(f"{source}: not a CTranslate2 Whisper model this converter can read ({error!r})") from None
+
+
+def _read_ct2_config(config_path: Path) -> dict[str, Any]:
+    """The CTranslate2 ``config.json`` as a dict (empty when there is none)."""
+    try:
+        ct2_config = json.loads(config_path.read_text(encoding="utf-8")) if config_path.is_file() else {}
+    except (ValueError, UnicodeDecodeError) as error:
+        raise Ct2FormatError(f"{config_path} is not valid JSON ({error})") from None
+    if not isinstance(ct2_config, dict):
+        raise Ct2FormatError(f"{config_path} does not hold a JSON object")
+    return ct2_config
+
+
+def _whisper_model(config_kwargs: dict[str, Any], state: dict[str, torch.Tensor], generation_config):
+    """A ``WhisperForConditionalGeneration`` holding ``state``, its output projection tied to the token embeddings
+    and ``generation_config`` its generation config."""
+    from transformers import WhisperConfig, WhisperForConditionalGeneration
+
     config = WhisperConfig(
         **config_kwargs,
         pad_token_id=generation_config.pad_token_id,
@@ -495,10 +516,12 @@ def convert_ct2_whisper(
         raise Ct2FormatError(f"weights do not fit Whisper: missing {missing[:5]}, unexpected {unexpected[:5]}")
     model.tie_weights()
     model.generation_config = generation_config
-    model = model.to(dtype).eval()
-    feature_extractor = WhisperFeatureExtractor(feature_size=config.num_mel_bins)
-    processor = WhisperProcessor(feature_extractor=feature_extractor, tokenizer=tokenizer)
+    return model
 
+
+def _save_conversion(model, processor, source: Path, destination: Path) -> None:
+    """Save ``model`` and ``processor`` with the conversion note in a staging folder, then install it as
+    ``destination``; the staging folder never outlives the call."""
     destination.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f"{destination.name}.partial-", dir=destination.parent))
     try:
@@ -510,4 +533,3 @@ def convert_ct2_whisper(
         _install(staging, destination)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
-    return destination

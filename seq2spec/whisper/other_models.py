@@ -19,34 +19,29 @@ import numpy as np
 import torch
 
 from seq2spec.whisper.audio import SAMPLING_RATE
+from seq2spec.whisper.request import TranscriptionRequest
 
 # generate(**{encoder input name: tensor}, attention_mask=..., max_new_tokens=...) -> token ids
 GenerateFn = Callable[..., torch.Tensor]
 SPEECH_INPUTS = ("input_features", "input_values")
-# transcribe()'s Whisper options and the value that leaves each unused
-WHISPER_ONLY = {
-    "language": None,
-    "task": "transcribe",
-    "return_timestamps": False,
-    "word_timestamps": False,
-    "decoding": None,
-    "long_form": "sequential",
-    "vad": False,
-}
+# the fields of a TranscriptionRequest that belong to Whisper (the others, batch size and a cap on new tokens, apply to
+# every speech model)
+WHISPER_ONLY = ("language", "task", "return_timestamps", "word_timestamps", "decoding", "long_form")
 
 
-def check_speech_model(model_type: str, encoder_input: str, options: dict[str, Any]) -> None:
+def check_speech_model(model_type: str, encoder_input: str, request: TranscriptionRequest) -> None:
     """A model whose encoder reads audio, asked for nothing only Whisper does."""
     if encoder_input not in SPEECH_INPUTS:
         raise TypeError(
             f"transcribe() needs a speech model; the big model ({model_type}) reads {encoder_input}: use correct() "
             "or generate() for text"
         )
-    for name, unused in WHISPER_ONLY.items():
-        if options.get(name, unused) != unused:
+    unused = TranscriptionRequest()
+    for name in WHISPER_ONLY:
+        if getattr(request, name) != getattr(unused, name):
             raise ValueError(
-                f"{name}={options[name]!r} is an option of Whisper's transcription; {model_type} transcribes each "
-                "clip whole with its own greedy output (its own generate arguments go through generate())"
+                f"{name}={getattr(request, name)!r} is an option of Whisper's transcription; {model_type} transcribes "
+                "each clip whole with its own greedy output (its own generate arguments go through generate())"
             )
 
 

@@ -4,11 +4,12 @@
 from __future__ import annotations
 
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
 from seq2spec.whisper.audio import AudioError, AudioFile
+from seq2spec.whisper.request import TranscriptionRequest
 from seq2spec.whisper.speech import clip_speech
 
 
@@ -40,31 +41,22 @@ def render(record: dict[str, Any], fmt: str) -> str:
 def transcribe_records(
     speculator,
     paths: list[Path],
+    request: TranscriptionRequest,
     *,
-    language: str | Mapping[Path, str | None] | None,
-    task: str,
-    timestamps: bool,
-    on_progress=None,
-    decoding=None,
-    words: bool = False,
-    long_form: str = "sequential",
-    piece_batch_size: int = 16,
-    vad: bool = False,
+    languages: Mapping[Path, str | None] | None = None,
+    on_progress: Callable[[float], None] | None = None,
 ) -> list[dict[str, Any]]:
-    """One record per file: ``{"file", "duration", "text"[, "segments"]}``, or ``{"file", "error"}`` for a file
-    that cannot be read as audio. Error records come first, then the transcripts in input order. ``on_progress``
-    is called with seconds of audio as they are decoded; ``decoding`` is a ``WhisperDecoding`` (None: greedy);
-    ``words`` adds ``"words"`` with their times; ``long_form="batched"`` decodes the files' speech pieces together
-    in batches of ``piece_batch_size``; ``vad`` cuts out what is not speech before the sequential long form.
-    ``language``: a code for every file, None to detect each file's, or a mapping from each of ``paths`` to its code
-    (or None); a file's given language is in its record."""
+    """One record per file: ``{"file", "duration", "text"[, "segments", "words"]}``, or ``{"file", "error"}`` for a
+    file that cannot be read as audio, decoded as ``request`` asks. Error records come first, then the transcripts in
+    input order. ``languages``: each of ``paths``'s language code (or None to detect it) where known, in its record;
+    else ``request.language`` serves every file. ``on_progress`` is called with seconds of audio as they are
+    decoded."""
     records: list[dict[str, Any]] = []
     clips, names, lengths = [], [], []
-    stretches = long_form == "batched" or vad  # read stretch by stretch where the speech is found
     for path in paths:
         try:  # each file read to its end here: one that fails part-way costs its own record only
             clip = AudioFile(path)
-            if stretches:
+            if request.finds_speech:  # read stretch by stretch where the speech is found
                 clip_speech(clip)
                 lengths.append(len(clip))
             else:
@@ -75,19 +67,10 @@ def transcribe_records(
             records.append({"file": str(path), "error": str(error)})
     if not clips:
         return records
-    given = [language.get(path) for path in names] if isinstance(language, Mapping) else [language] * len(names)
-    results = speculator.transcribe(
-        clips,
-        language=given if isinstance(language, Mapping) else language,
-        task=task,
-        return_timestamps=timestamps,
-        batch_size=piece_batch_size if long_form == "batched" else len(clips),
-        progress=on_progress or False,
-        decoding=decoding,
-        word_timestamps=words,
-        long_form=long_form,
-        vad=vad,
-    )
+    given = [languages.get(path) for path in names] if languages is not None else [request.language] * len(names)
+    if languages is not None:
+        request = request.updated(language=given)
+    results = speculator.transcribe(clips, request=request, progress=on_progress or False)
     for path, length, result, code in zip(names, lengths, results, given, strict=True):
         record: dict[str, Any] = {"file": str(path), "duration": round(length / 16_000, 3)}
         if code is not None:
@@ -100,11 +83,13 @@ def transcribe_records(
     return records
 
 
-def records_one_by_one_on_failure(speculator, paths: list[Path], **options: Any) -> list[dict[str, Any]]:
+def records_one_by_one_on_failure(
+    speculator, paths: list[Path], request: TranscriptionRequest, **options: Any
+) -> list[dict[str, Any]]:
     """``transcribe_records`` of the batch; if the batch fails, of each file alone, so that one file that cannot be
     decoded costs only its own record (``{"file", "error"}``) and the rest of the batch is transcribed."""
     try:
-        return transcribe_records(speculator, paths, **options)
+        return transcribe_records(speculator, paths, request, **options)
     except Exception as error:  # noqa: BLE001 - any failure of a batch is retried file by file
         reason = f"{type(error).__name__}: {error}"
         if len(paths) == 1:
@@ -113,4 +98,5 @@ def records_one_by_one_on_failure(speculator, paths: list[Path], **options: Any)
             f"seq2spec transcribe: a batch of {len(paths)} files failed ({reason}); decoding them one by one",
             file=sys.stderr,
         )
-        return [record for path in paths for record in records_one_by_one_on_failure(speculator, [path], **options)]
+        alone = [records_one_by_one_on_failure(speculator, [path], request, **options) for path in paths]
+        return [record for records in alone for record in records]

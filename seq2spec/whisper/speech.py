@@ -7,7 +7,6 @@ batch, not the file."""
 
 from __future__ import annotations
 
-import weakref
 from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -20,9 +19,8 @@ from seq2spec.whisper.audio import SAMPLING_RATE, AudioFile
 from seq2spec.whisper.audio_types import AudioReadError
 from seq2spec.whisper.voice_activity import SPEECH_PAD_MS, Stretch, detection_gain, load_detector, speech_spans
 
-__all__ = ["LONG_FORMS", "PIECE_SAMPLES", "Piece", "load_detector", "pack_stretches", "speech_pieces"]
+__all__ = ["PIECE_SAMPLES", "Piece", "load_detector", "pack_stretches", "speech_pieces"]
 
-LONG_FORMS = ("sequential", "batched")
 PIECE_SAMPLES = 30 * SAMPLING_RATE  # Whisper's window
 # with timestamps asked for, a longer pause ends a piece: Whisper may write one segment over the speech on both sides
 # of a pause it never heard, and such a segment should not run across a long silence (text alone packs tighter)
@@ -132,25 +130,18 @@ def blocks_of(clip: Clip) -> Iterator[np.ndarray] | np.ndarray:
     return clip if isinstance(clip, np.ndarray) else clip.blocks()
 
 
-# a file's stretches of speech, found once: ``transcribe_records`` scans each file on its own first (a file that fails
-# part-way gets its own error record, not its batch's), and the decoding then finds the same stretches here
-_FILE_SPEECH: weakref.WeakKeyDictionary[AudioFile, tuple[Stretch, ...]] = weakref.WeakKeyDictionary()
-
-
 def clip_speech(clip: Clip) -> list[Stretch]:
     """The stretches of speech in ``clip``, a quiet recording scored louder (``detection_gain`` of its peak, found in a
     first pass over a file). A file is scanned once; ``AudioError`` naming it when it cannot be read to its end."""
     if isinstance(clip, np.ndarray):
         return _speech(clip)
-    found = _FILE_SPEECH.get(clip)
-    if found is None:
+    if clip.speech is None:  # the file's own record of them: transcribe_records scans a file first, then decoding
         try:
-            found = tuple(_speech(clip))
+            clip.speech = tuple(_speech(clip))
         except AudioReadError as failure:  # soundfile failed part-way: PyAV decodes what it can
             clip.read_through_pyav(failure)
-            found = tuple(_speech(clip))
-        _FILE_SPEECH[clip] = found
-    return list(found)
+            clip.speech = tuple(_speech(clip))
+    return list(clip.speech)
 
 
 def _speech(clip: Clip) -> list[Stretch]:

@@ -6,8 +6,7 @@ speculator so that both decodings see the same batches and features.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
@@ -17,71 +16,13 @@ from seq2spec.whisper.audio import SAMPLING_RATE, AudioError, AudioFile, to_mono
 from seq2spec.whisper.audio_types import AudioReadError
 from seq2spec.whisper.feature_file import FeatureFile
 from seq2spec.whisper.log_mel import BlockLogMel, computes_like
-from seq2spec.whisper.speech import LONG_FORMS, Clip, transcribe_in_pieces, transcribe_speech_only
+from seq2spec.whisper.request import TranscriptionRequest, WhisperDecoding, languages_per_clip
+from seq2spec.whisper.speech import Clip, transcribe_in_pieces, transcribe_speech_only
 
 # generate(input_features, attention_mask or None, **whisper generate arguments) -> token ids
 GenerateFn = Callable[..., torch.Tensor]
 WINDOW_SAMPLES = 30 * SAMPLING_RATE
 FRAMES_PER_SECOND = 100  # log-mel frames
-
-
-# openai-whisper's transcribe() defaults for its fallback from greedy decoding to sampling
-FALLBACK_TEMPERATURES = (0.0, 0.2, 0.4, 0.6, 0.8, 1.0)
-FALLBACK_COMPRESSION_RATIO = 2.4  # gzip ratio above which a window's text counts as a repetition loop
-FALLBACK_LOGPROB = -1.0  # average log-probability below which a window is decoded again, hotter
-FALLBACK_NO_SPEECH = 0.6  # a window this likely silent (and below the log-prob threshold) is skipped
-
-
-@dataclass(frozen=True)
-class WhisperDecoding:
-    """How Whisper decodes beyond plain greedy search (the default: all off, exactly greedy).
-
-    ``temperature_fallback``: openai-whisper's defaults. A window whose greedy text is too repetitive (compression
-    ratio above 2.4) or too unlikely (average log-probability below -1.0) is decoded again by sampling at
-    temperatures 0.2, 0.4, ... 1.0 until it passes; a likely silent window is skipped. Greedy passes stay exactly
-    the big model's; sampled ones follow its distribution, reproducibly for a given ``seed``.
-    ``condition_on_previous_text``: in long audio each window is decoded after the text of the windows before it.
-    ``initial_prompt``: text the first window is decoded after (spellings, names, style).
-    """
-
-    temperature_fallback: bool = False
-    condition_on_previous_text: bool = False
-    initial_prompt: str | None = None
-    seed: int | None = None
-
-    def __post_init__(self) -> None:
-        if self.initial_prompt is not None and (
-            not isinstance(self.initial_prompt, str) or not self.initial_prompt.strip()
-        ):
-            raise ValueError(f"initial_prompt must be non-empty text, got {self.initial_prompt!r}")
-        if self.seed is not None and (not isinstance(self.seed, int) or isinstance(self.seed, bool)):
-            raise TypeError(f"seed must be an int or None, got {type(self.seed).__name__}")
-
-    def generate_arguments(self, processor) -> dict[str, Any]:
-        """Whisper ``generate`` arguments for these choices."""
-        arguments: dict[str, Any] = {}
-        if self.temperature_fallback:
-            arguments.update(
-                temperature=FALLBACK_TEMPERATURES,
-                compression_ratio_threshold=FALLBACK_COMPRESSION_RATIO,
-                logprob_threshold=FALLBACK_LOGPROB,
-                no_speech_threshold=FALLBACK_NO_SPEECH,
-            )
-        if self.condition_on_previous_text:
-            arguments["condition_on_prev_tokens"] = True
-        if self.initial_prompt is not None:
-            arguments["prompt_ids"] = processor.get_prompt_ids(self.initial_prompt, return_tensors="pt")
-        return arguments
-
-
-def fallback_seed(decoding: WhisperDecoding | None) -> int | None:
-    """The seed of ``decoding``'s sampled fallback passes (None without the fallback); ``decoding`` checked."""
-    if decoding is not None and not isinstance(decoding, WhisperDecoding):
-        raise TypeError(
-            f"decoding must be a WhisperDecoding (seq2spec.WhisperDecoding(temperature_fallback=True, ...)), got "
-            f"{type(decoding).__name__}"
-        )
-    return decoding.seed if decoding is not None and decoding.temperature_fallback else None
 
 
 def prepare_clips(audio: Any, sampling_rate: int | None, lazy: bool = False) -> tuple[list[Clip], bool]:
@@ -126,125 +67,132 @@ def prepare_clips(audio: Any, sampling_rate: int | None, lazy: bool = False) -> 
     return clips, single
 
 
-Languages = str | Sequence[str | None] | None  # one for every clip, or one per clip (None: detected)
-
-
-def languages_per_clip(language: Languages, clips: int) -> list[str | None] | None:
-    """``language`` checked: None when one value serves every clip (a language, or None to detect each clip's),
-    else the list of one entry per clip."""
-    if language is None or isinstance(language, str):
-        return None
-    if not isinstance(language, (list, tuple)):
-        raise TypeError(
-            f"language must be a language code, None (detected per clip) or a list of them, one per clip; got "
-            f"{type(language).__name__}"
-        )
-    if len(language) != clips:
-        raise ValueError(f"language lists {len(language)} entries for {clips} clips: give one per clip (None: detect)")
-    for index, entry in enumerate(language):
-        if entry is not None and not isinstance(entry, str):
-            raise TypeError(f"language[{index}] must be a language code or None, got {type(entry).__name__}")
-    return list(language)
-
-
 def transcribe_clips(
     clips: list[Clip],
     processor,
     generate: GenerateFn,
+    request: TranscriptionRequest | None = None,
     *,
     multilingual: bool,
-    language: Languages = None,
-    task: str = "transcribe",
-    return_timestamps: bool = False,
-    batch_size: int = 16,
-    max_new_tokens: int | None = None,
     progress: bool | Callable[[float], None] = False,
-    decoding: WhisperDecoding | None = None,
-    word_timestamps: bool = False,
-    long_form: str = "sequential",
-    vad: bool = False,
+    **changes: Any,
 ) -> list[Any]:
     """Text per clip (16 kHz mono float32, or an ``AudioFile``), or ``{"text", "segments"}`` with
-    ``return_timestamps``, in input order.
+    ``return_timestamps``, in input order, as ``request`` (``TranscriptionRequest``, with ``changes`` applied) asks.
 
     Clips are sorted by length into batches; a batch holding a clip longer than 30 s is decoded long-form
     (unpadded features with an attention mask, timestamps on, as Whisper's long-form generation requires).
     ``progress``: True shows a bar over seconds of audio; a callable is called with the seconds newly decoded,
-    window by window within long files. ``decoding``: fallback, previous-text conditioning and prompt choices.
-    ``word_timestamps``: each result also holds ``"words"``, ``[{"word", "start", "end"}]``, timed by Whisper's
-    cross-attention alignment (``return_token_timestamps``). ``long_form="batched"``: each clip's speech is found
-    and joined into pieces of at most 30 s, and the pieces of all clips are decoded as short clips in batches of
-    ``batch_size`` (``seq2spec.whisper.speech``); what is not speech gives no words. ``vad`` (sequential long
-    form): each clip's speech is found and decoded alone, what lies between its stretches left out.
-    ``language``: a code for every clip, None to detect each clip's own (rows of one batch may differ), or a list
-    with one entry per clip (code or None); clips of one entry are batched together.
+    window by window within long files. ``long_form="batched"``: each clip's speech is found and joined into pieces
+    of at most 30 s, and the pieces of all clips are decoded as short clips (``seq2spec.whisper.speech``);
+    ``"vad"``: each clip's speech is found and decoded alone, what lies between its stretches left out. A list of
+    languages: the clips of one entry are batched together.
     """
-    if long_form not in LONG_FORMS:
-        raise ValueError(f"long_form must be one of {', '.join(LONG_FORMS)}, got {long_form!r}")
-    per_clip = languages_per_clip(language, len(clips))
+    request = TranscriptionRequest.of(request, changes)
+    per_clip = languages_per_clip(request.language, len(clips))
     if per_clip is not None:
-        arguments = dict(multilingual=multilingual, task=task, return_timestamps=return_timestamps,
-                         batch_size=batch_size, max_new_tokens=max_new_tokens, decoding=decoding,
-                         word_timestamps=word_timestamps, long_form=long_form, vad=vad)  # fmt: skip
-        return _by_language(clips, per_clip, processor, generate, progress, arguments)
-    options: dict[str, Any] = (decoding or WhisperDecoding()).generate_arguments(processor)
-    if multilingual:
-        options.update(language=language, task=task)
-    elif language not in (None, "en", "english", "<|en|>") or task != "transcribe":
+        return _by_language(clips, per_clip, processor, generate, request, multilingual, progress)
+    if not multilingual and (request.language not in (None, "en", "english", "<|en|>") or request.task != "transcribe"):
         raise ValueError("this Whisper model is English-only: it takes no language or task")
     report, bar = _reporter(progress, sum(len(c) for c in clips) / SAMPLING_RATE)
-    if long_form == "batched" or vad:
-        keys = ("segments",) * return_timestamps + ("words",) * word_timestamps
-        arguments = dict(multilingual=multilingual, language=language, task=task, return_timestamps=return_timestamps,
-                         batch_size=batch_size, max_new_tokens=max_new_tokens, decoding=decoding,
-                         word_timestamps=word_timestamps)  # fmt: skip
-        if long_form == "batched":
-            decode_pieces = lambda pieces: transcribe_clips(pieces, processor, generate, **arguments)  # noqa: E731
-            joined = transcribe_in_pieces(clips, decode_pieces, keys or None, batch_size, report)
-        else:
-            decode_speech = lambda speech: transcribe_clips(speech, processor, generate, progress=report, **arguments)  # noqa: E731
-            joined = transcribe_speech_only(clips, decode_speech, keys or None, report)
+    try:
+        if request.finds_speech:
+            return _transcribe_speech(clips, processor, generate, request, multilingual, report)
+        return _transcribe_batches(clips, processor, generate, request, multilingual, report)
+    finally:
         if bar is not None:
             bar.close()
-        return [clipped_to(result, len(clip) / SAMPLING_RATE) for result, clip in zip(joined, clips, strict=True)]
+
+
+def _transcribe_speech(
+    clips: list[Clip],
+    processor,
+    generate: GenerateFn,
+    request: TranscriptionRequest,
+    multilingual: bool,
+    report: Callable[[float], None],
+) -> list[Any]:
+    """``transcribe_clips`` of the speech found in each clip: its pieces decoded together (``batched``) or its
+    stretches one after another (``vad``); results clipped to each clip's duration."""
+    keys = ("segments",) * request.return_timestamps + ("words",) * request.word_timestamps
+    plain = request.updated(long_form="sequential")
+    if request.long_form == "batched":
+
+        def decode_pieces(pieces: list[np.ndarray]) -> list[Any]:
+            return transcribe_clips(pieces, processor, generate, plain, multilingual=multilingual)
+
+        joined = transcribe_in_pieces(clips, decode_pieces, keys or None, request.batch_size, report)
+    else:
+
+        def decode_speech(speech: list[np.ndarray]) -> list[Any]:
+            return transcribe_clips(speech, processor, generate, plain, multilingual=multilingual, progress=report)
+
+        joined = transcribe_speech_only(clips, decode_speech, keys or None, report)
+    return [clipped_to(result, len(clip) / SAMPLING_RATE) for result, clip in zip(joined, clips, strict=True)]
+
+
+def _transcribe_batches(
+    clips: list[Clip],
+    processor,
+    generate: GenerateFn,
+    request: TranscriptionRequest,
+    multilingual: bool,
+    report: Callable[[float], None],
+) -> list[Any]:
+    """``transcribe_clips`` of clips sorted by length into batches of ``request.batch_size``, each decoded by one
+    ``generate`` (long-form where a clip is over 30 s)."""
+    options: dict[str, Any] = (request.decoding or WhisperDecoding()).generate_arguments(processor)
+    if multilingual:
+        options.update(language=request.language, task=request.task)
     order = sorted(range(len(clips)), key=lambda i: len(clips[i]))
     results: list[Any] = [None] * len(clips)
-    for start in range(0, len(order), batch_size):
-        chunk = order[start : start + batch_size]
-        features, lengths = batch_features([clips[i] for i in chunk], processor.feature_extractor, word_timestamps)
-        long_form = max(lengths) > WINDOW_SAMPLES
-        store = features.pop("file", None)  # long files' features, mapped from a file
-        tracker = _WindowProgress(report, store)
-        if long_form:
-            options["monitor_progress"] = tracker
-        try:
-            output = generate(
-                features["input_features"],
-                features.get("attention_mask") if long_form or word_timestamps else None,
-                max_new_tokens=max_new_tokens,
-                return_timestamps=return_timestamps or long_form,
-                **({"return_token_timestamps": True} if word_timestamps else {}),
-                **options,
-            )
-        finally:
-            if store is not None:
-                store.close()
-        options.pop("monitor_progress", None)
-        tracker.finish(sum(lengths) / SAMPLING_RATE)
-        sequences = output["sequences"] if word_timestamps else output
+    for start in range(0, len(order), request.batch_size):
+        chunk = order[start : start + request.batch_size]
+        batch = [clips[i] for i in chunk]
+        output, lengths = _generate_batch(batch, processor, generate, request, options, report)
+        sequences = output["sequences"] if request.word_timestamps else output
         # a batch where the fallback skipped every window of some clip as silence comes back as float32 (Whisper's
         # generate pads an empty float tensor for that clip): token ids all the same
         sequences = sequences.long()
         for row, (index, ids, length) in enumerate(zip(chunk, sequences.tolist(), lengths, strict=True)):
-            result = decode(processor.tokenizer, ids, return_timestamps)
-            if word_timestamps:
+            result = decode(processor.tokenizer, ids, request.return_timestamps)
+            if request.word_timestamps:
                 result = result if isinstance(result, dict) else {"text": result}
                 times = token_times(ids, output["token_timestamps"][row].tolist(), processor.tokenizer)
                 result["words"] = words_of(processor.tokenizer, ids, times)
             results[index] = clipped_to(result, length / SAMPLING_RATE)
-    if bar is not None:
-        bar.close()
     return results
+
+
+def _generate_batch(
+    batch: list[Clip],
+    processor,
+    generate: GenerateFn,
+    request: TranscriptionRequest,
+    options: dict[str, Any],
+    report: Callable[[float], None],
+) -> tuple[Any, list[int]]:
+    """``generate``'s output for one batch of clips and the clips' lengths in samples; ``report`` follows the
+    windows of long clips as they are decoded."""
+    features, lengths = batch_features(batch, processor.feature_extractor, request.word_timestamps)
+    long_form = max(lengths) > WINDOW_SAMPLES
+    store = features.pop("file", None)  # long files' features, mapped from a file
+    tracker = _WindowProgress(report, store)
+    try:
+        output = generate(
+            features["input_features"],
+            features.get("attention_mask") if long_form or request.word_timestamps else None,
+            max_new_tokens=request.max_new_tokens,
+            return_timestamps=request.return_timestamps or long_form,
+            **({"return_token_timestamps": True} if request.word_timestamps else {}),
+            **({"monitor_progress": tracker} if long_form else {}),
+            **options,
+        )
+    finally:
+        if store is not None:
+            store.close()
+    tracker.finish(sum(lengths) / SAMPLING_RATE)
+    return output, lengths
 
 
 def _by_language(
@@ -252,8 +200,9 @@ def _by_language(
     languages: list[str | None],
     processor,
     generate: GenerateFn,
+    request: TranscriptionRequest,
+    multilingual: bool,
     progress: bool | Callable[[float], None],
-    arguments: dict[str, Any],
 ) -> list[Any]:
     """``transcribe_clips`` of the clips of each language apart, the results in input order."""
     report, bar = _reporter(progress, sum(len(c) for c in clips) / SAMPLING_RATE)
@@ -261,7 +210,9 @@ def _by_language(
     for language in dict.fromkeys(languages):  # in order of first appearance
         indices = [i for i, entry in enumerate(languages) if entry == language]
         group = [clips[i] for i in indices]
-        decoded = transcribe_clips(group, processor, generate, language=language, progress=report, **arguments)
+        decoded = transcribe_clips(
+            group, processor, generate, request.updated(language=language), multilingual=multilingual, progress=report
+        )
         for index, result in zip(indices, decoded, strict=True):
             results[index] = result
     if bar is not None:

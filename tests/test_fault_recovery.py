@@ -106,10 +106,10 @@ def test_a_batch_that_fails_is_decoded_file_by_file(toy_whisper_dirs, tmp_path, 
         soundfile.write(folder / f"clip{index}.wav", tone(1.0 + index / 4, 16000, 1, index), 16000)
     real = transcript_records.transcribe_records
 
-    def fails_with_clip2(speculator, paths, **options):
+    def fails_with_clip2(speculator, paths, request, **options):
         if any(path.name == "clip2.wav" for path in paths):
             raise RuntimeError("a decoding fault on clip2")
-        return real(speculator, paths, **options)
+        return real(speculator, paths, request, **options)
 
     monkeypatch.setattr(transcript_records, "transcribe_records", fails_with_clip2)
     out = tmp_path / "results.jsonl"

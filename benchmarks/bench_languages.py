@@ -15,6 +15,7 @@ each long file reaches ``--least-speedup`` (and all of them together ``--least-o
 
     python benchmarks/bench_languages.py                                     # the shipped draft
     python benchmarks/bench_languages.py --drafts shipped=seq2spec/assets/whisper_base_draft new=runs/ml/export
+    python benchmarks/bench_languages.py --drafts shipped=default --routed routed=runs/ml/export  # language_drafts
 
 Needs espeak-ng and the translated manual pages the recipe reads (``apt-get install espeak-ng manpages-fr ...``).
 """
@@ -188,6 +189,13 @@ def main() -> int:
         help="NAME=FOLDER of saved drafts ('default': the shipped one; FOLDER+full: scoring every token); the "
         "first is --check's",
     )
+    parser.add_argument(
+        "--routed",
+        nargs="+",
+        default=[],
+        help="NAME=FOLDER: also the first draft for English with FOLDER's draft for every other language given "
+        "(language_drafts)",
+    )
     parser.add_argument("--seconds", type=float, default=60.0, help="length of each language's long file")
     parser.add_argument("--clips", type=int, default=8, help="short clips per language")
     parser.add_argument("--no-translate", action="store_true", help="skip the translation rows")
@@ -226,6 +234,12 @@ def main() -> int:
         folder = folder.removesuffix("+full")
         draft = load_whisper_draft(big, None if folder in ("", "default") else folder, full_vocabulary=full)
         speculators[name] = Seq2SeqSpeculator(big, draft, processor)
+    first_folder = args.drafts[0].partition("=")[2].removesuffix("+full")
+    for entry in args.routed:
+        name, _, folder = entry.partition("=")
+        draft = load_whisper_draft(big, None if first_folder in ("", "default") else first_folder)
+        others = {code: folder for code in args.languages if code != "en"}
+        speculators[name] = Seq2SeqSpeculator(big, draft, processor, language_drafts=others)
     rows = []
     for code in args.languages:
         sets, clips = audio_sets(code, args, audio_dir)
@@ -250,7 +264,10 @@ def main() -> int:
         f"(sequential long form), {args.clips} short clips per language as one batch; {args.threads} CPU threads, "
         f"{platform.machine()}, torch {torch.__version__}; each side run once, greedy first."
     )
-    result = {"header": header, "drafts": dict(e.partition("=")[::2] for e in args.drafts), "rows": rows,
+    drafts = dict(e.partition("=")[::2] for e in args.drafts)
+    drafts.update({name: f"{args.drafts[0]} for en, {folder} for the others" for name, folder in
+                   (e.partition("=")[::2] for e in args.routed)})  # fmt: skip
+    result = {"header": header, "drafts": drafts, "rows": rows,
               "overall_long_speedup": overall}  # fmt: skip
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / f"{args.name}.json").write_text(json.dumps(result, indent=1, ensure_ascii=False) + "\n")

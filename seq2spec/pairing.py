@@ -14,6 +14,7 @@ from transformers import PreTrainedModel
 
 from seq2spec.decoding.families import Family, family_of
 from seq2spec.int8 import float_dtype, is_int8, is_int8_dtype, quantize_int8_pair
+from seq2spec.whisper.draft import is_whisper_draft_folder, load_whisper_draft
 
 ModelLike = PreTrainedModel | str
 KEYWORDS = ("input-copy", "none")  # what --draft takes besides a model
@@ -182,7 +183,14 @@ class ModelPair:
         if loaded_by_name and (device is not None or dtype is not None):
             model = model.to(device=device, dtype=float_dtype(dtype))
         pair = cls(model, family_of(model, "big"))
-        if draft is not None:
+        if draft is not None and is_whisper_draft_folder(draft):  # save_whisper_draft's folder: it shares big's modules
+            if model.config.model_type != "whisper":
+                kind = model.config.model_type
+                raise ValueError(f"{draft} holds a draft for a Whisper model; the big model is {kind}")
+            pair.draft = load_whisper_draft(model, draft)
+            pair.draft_family = family_of(pair.draft, "draft")
+            pair.shares_encoder = True
+        elif draft is not None:
             loaded = load_model(draft, "draft")
             pair.draft = loaded.to(model.device, model.dtype) if isinstance(draft, str) else loaded
             pair.draft_family = family_of(pair.draft, "draft")

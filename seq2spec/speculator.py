@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+import os
+from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 import torch
@@ -53,6 +54,47 @@ def _is_proposer(value: object) -> bool:
     return not isinstance(value, (str, torch.nn.Module)) and isinstance(value, Proposer)
 
 
+def _language_code(language: Any) -> str | None:
+    """Whisper's code for a language given as a code, a name or a token (``"fr"``, ``"French"``, ``"<|fr|>"``)."""
+    from transformers.models.whisper.tokenization_whisper import TO_LANGUAGE_CODE
+
+    if not isinstance(language, str):
+        return None
+    code = language.lower().strip("<|>")
+    return TO_LANGUAGE_CODE.get(code, code)
+
+
+def _language_speculators(
+    speculator: Seq2SeqSpeculator,
+    drafts: dict[str, ModelLike],
+    tokenizer: Any,
+    options: SpeculationOptions | None,
+    changes: dict[str, Any],
+) -> dict[str, Seq2SeqSpeculator]:
+    """Language code -> a speculator of ``speculator``'s big model with that language's draft: one per draft (a model
+    or a name), however many languages use it, sharing the big model's checked fast paths."""
+    made: dict[Any, Seq2SeqSpeculator] = {}
+    for draft in drafts.values():
+        key = draft if isinstance(draft, str) else id(draft)
+        if key not in made:
+            made[key] = other = Seq2SeqSpeculator(speculator.big, draft, tokenizer, options=options, **changes)
+            other._big_head, other._exact_forwards = speculator._big_head, speculator._exact_forwards
+            other._layout_check = speculator._layout_check
+    return {code: made[draft if isinstance(draft, str) else id(draft)] for code, draft in drafts.items()}
+
+
+def _checked_language_drafts(drafts: Mapping[str, ModelLike] | None, model_type: str) -> dict[str, ModelLike]:
+    """``language_drafts`` by Whisper's language code; refused for a big model other than Whisper."""
+    if not drafts:
+        return {}
+    if model_type != "whisper":
+        raise ValueError(f"language_drafts are for Whisper models; the big model is {model_type}")
+    from seq2spec.whisper.languages import whisper_language
+
+    named = {code: os.fspath(draft) if isinstance(draft, os.PathLike) else draft for code, draft in drafts.items()}
+    return {whisper_language(code, "language_drafts"): draft for code, draft in named.items()}
+
+
 def _check_settings(options: object, spelling: object, changes: dict[str, Any]) -> None:
     if "small" in changes:
         raise TypeError("pass the draft as draft= (or second, after the big model), not small=")
@@ -93,7 +135,9 @@ class Seq2SeqSpeculator:
     shipped ones do) supplies the defaults. ``device`` and ``dtype`` apply to models loaded by name (without
     ``dtype``: float32 on a CPU, the checkpoint's own dtype elsewhere); a draft loaded by name follows the big one.
     ``dtype="int8"`` is the int8 mode on a CPU (``seq2spec.int8``): the output is then that of the int8 big model's
-    own ``generate``.
+    own ``generate``. ``language_drafts`` (Whisper): a draft per language code (``{"fr": french_draft}``, models,
+    names or ``save_whisper_draft`` folders) that ``transcribe`` proposes with for clips given that language; other
+    clips, and clips whose language is detected, use ``draft``; each is loaded now, with this one's options.
     """
 
     def __init__(
@@ -106,6 +150,7 @@ class Seq2SeqSpeculator:
         spelling: SpellingSettings | None = None,
         device: str | torch.device | None = None,
         dtype: torch.dtype | str | None = None,
+        language_drafts: Mapping[str, ModelLike] | None = None,
         **changes: Any,
     ) -> None:
         _check_settings(options, spelling, changes)
@@ -125,6 +170,7 @@ class Seq2SeqSpeculator:
         self.big, self.big_family, self.draft = pair.big, pair.big_family, pair.draft
         self._pair = pair
         spelling_changes = {name: changes.pop(name) for name in SpellingSettings.field_names() if name in changes}
+        languages = _checked_language_drafts(language_drafts, pair.big_family.model_type)
         self.spelling = (spelling or settings_of(self.big)).updated(**spelling_changes)
         tuned = {**recommended_options(self.draft), **shipped_options}
         self.options = (options or SpeculationOptions(**tuned)).updated(**changes)
@@ -144,6 +190,7 @@ class Seq2SeqSpeculator:
         self._big_head = BigModelHead()  # the big model's head, sliced where found bit-exact (CPU)
         self._exact_forwards = ExactForwards()  # the big model's forward without transformers' per-call work
         self._layout_check = LayoutCheck()  # the big decoder checked in the speculative layout once per state
+        self._by_language = _language_speculators(self, languages, self._tokenizer, options, changes)
         self._spellcheck: SpellCheckedSource | None = None  # the copy source of spellcheck_copy, made on first use
 
     @property
@@ -340,8 +387,9 @@ class Seq2SeqSpeculator:
         seed = fallback_seed(request.decoding)
 
         def generate(*arguments, **options):
-            output = self.generate(*arguments, seed=seed, **options)
-            total.merge(self.last_stats)
+            speculator = self.for_language(options.get("language"))
+            output = speculator.generate(*arguments, seed=seed, **options)
+            total.merge(speculator.last_stats)
             return output
 
         if whisper:
@@ -355,3 +403,7 @@ class Seq2SeqSpeculator:
             )  # fmt: skip
         self.last_stats = total
         return results[0] if single else results
+
+    def for_language(self, language: Any) -> Seq2SeqSpeculator:
+        """The speculator for clips given ``language``: one with its draft of ``language_drafts``, else this one."""
+        return self._by_language.get(_language_code(language), self) if self._by_language else self

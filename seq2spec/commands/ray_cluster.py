@@ -27,7 +27,7 @@ from seq2spec.spelling.settings import SpellingSettings
 RAY_HINT = 'Ray is not installed: pip install "seq2spec[ray]"'
 # what every actor needs to build its speculator the way the local command would (and, transcribing, the command's
 # TranscriptionRequest: actor_options adds it)
-TRANSCRIBE_KEYS = ("model", "assistant", "device", "dtype")
+TRANSCRIBE_KEYS = ("model", "assistant", "language_draft", "device", "dtype")
 CORRECT_KEYS = (
     "model",
     "draft",

@@ -133,13 +133,27 @@ def load_speculator(args: argparse.Namespace):
 
     dtype = torch_dtype(args.dtype)
     assistant = None if args.assistant == "none" else args.assistant
+    languages = {"language_drafts": dict(getattr(args, "language_draft", None) or [])}
     if args.model:
-        return Seq2SeqSpeculator(args.model, assistant, device=args.device, dtype=dtype, **speculation_changes(args))
+        changes = speculation_changes(args)
+        return Seq2SeqSpeculator(args.model, assistant, device=args.device, dtype=dtype, **languages, **changes)
     from seq2spec.default_models import shipped_whisper
 
     shipped = shipped_whisper(device=args.device, dtype=dtype, with_draft=args.assistant is None)
     draft = shipped.draft if args.assistant is None else assistant
-    return Seq2SeqSpeculator(shipped.big, draft, shipped.tokenizer, **{**shipped.options, **speculation_changes(args)})
+    changes = {**shipped.options, **speculation_changes(args)}
+    return Seq2SeqSpeculator(shipped.big, draft, shipped.tokenizer, **languages, **changes)
+
+
+def language_draft(text: str) -> tuple[str, str]:
+    """``CODE=DRAFT`` of ``--language-draft``: Whisper's code and the draft's name or path."""
+    code, separator, draft = text.partition("=")
+    if not separator or not code.strip() or not draft.strip():
+        raise argparse.ArgumentTypeError(f"expected CODE=DRAFT (fr=path/to/draft), got {text!r}")
+    try:
+        return whisper_language(code.strip(), "--language-draft"), draft.strip()
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
 
 
 def read_language_map(path: Path) -> dict[str, str]:
@@ -357,14 +371,7 @@ def add_parser(commands) -> argparse.ArgumentParser:
         help="draft model name or path, or 'none' (default: the shipped distilled draft with the embedded base, "
         "else none)",
     )
-    transcribe.add_argument("--language", help="language code such as en (default: detected per file)")
-    transcribe.add_argument(
-        "--language-map",
-        type=Path,
-        metavar="TSV",
-        help="each file's language where known: lines 'audio path<TAB>code' (paths relative to the map's folder); "
-        "files not listed take --language, else their detected language",
-    )
+    _add_language_flags(transcribe)
     transcribe.add_argument(
         "--task",
         choices=["transcribe", "translate"],
@@ -436,4 +443,23 @@ def _add_decoding_flags(parser: argparse.ArgumentParser) -> None:
     )
     decoding.add_argument(
         "--seed", type=int, default=0, help="seed of the sampled fallback passes (default: 0, reproducible)"
+    )
+
+
+def _add_language_flags(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--language", help="language code such as en (default: detected per file)")
+    parser.add_argument(
+        "--language-map",
+        type=Path,
+        metavar="TSV",
+        help="each file's language where known: lines 'audio path<TAB>code' (paths relative to the map's folder); "
+        "files not listed take --language, else their detected language",
+    )
+    parser.add_argument(
+        "--language-draft",
+        action="append",
+        type=language_draft,
+        metavar="CODE=DRAFT",
+        help="a draft for the files given that language (by --language or --language-map), a name or path as "
+        "--assistant takes (a folder saved by save_whisper_draft too): fr=drafts/french; repeatable",
     )

@@ -173,6 +173,13 @@ def _stored_copy_of(stored: dict[str, torch.Tensor], prefix: str, attention: nn.
     return True
 
 
+def is_whisper_draft_folder(path: object) -> bool:
+    """Whether ``path`` (a name or path) is a folder holding a draft saved by ``save_whisper_draft``."""
+    if not isinstance(path, str | Path):
+        return False
+    return (Path(path) / CONFIG_FILE).is_file() and (Path(path) / WEIGHTS_FILE).is_file()
+
+
 def load_whisper_draft(big, directory: str | Path | None = None, *, full_vocabulary: bool = False):
     """Attach a saved draft to a loaded big Whisper model; it takes the big model's device and dtype.
 

@@ -10,12 +10,15 @@ espeak-ng variants no training clip uses, ``HELD_OUT_VARIANTS``):
 
 Each row: seconds, the ratio of greedy's seconds to seq2spec's, tokens per big row-forward (generated tokens over
 the big model's row forwards; greedy has 1.0), and whether every transcript equals greedy's. The language is given
-(``language=``) as a user who knows it would give it. ``--check`` exits 1 unless every transcript is identical and
+(``language=``) as a user who knows it would give it; ``--detect``: not given, Whisper detects it in each clip (a
+routed speculator then proposes with the draft of the language detected). Each speculator's draft for each language
+is used once on a short clip before the timed runs. ``--check`` exits 1 unless every transcript is identical and
 each long file reaches ``--least-speedup`` (and all of them together ``--least-overall``) with the first draft.
 
     python benchmarks/bench_languages.py                                     # the shipped draft
     python benchmarks/bench_languages.py --drafts shipped=seq2spec/assets/whisper_base_draft new=runs/ml/export
     python benchmarks/bench_languages.py --drafts shipped=default --routed routed=runs/ml/export  # language_drafts
+    python benchmarks/bench_languages.py --drafts shipped=default --routed routed=runs/ml/export --detect
 
 Needs espeak-ng and the translated manual pages the recipe reads (``apt-get install espeak-ng manpages-fr ...``).
 """
@@ -140,6 +143,16 @@ def measure(big, processor, speculators: dict, clips: list[np.ndarray], **option
     return row
 
 
+def warm_up(speculators: dict, first_clips: dict[str, np.ndarray], detect: bool) -> None:
+    """Each speculator's draft for each language used once (its first use checks its fast paths)."""
+    for speculator in speculators.values():
+        used = set()
+        for code, clip in first_clips.items():
+            if id(speculator.for_language(code)) not in used:
+                used.add(id(speculator.for_language(code)))
+                speculator.transcribe(clip, RATE, language=None if detect else code)
+
+
 def markdown(result: dict) -> str:
     names = result["drafts"]
     head = "| language | set | greedy s | " + " | ".join(f"{n} speedup | {n} tokens/forward" for n in names) + " |"
@@ -194,11 +207,12 @@ def main() -> int:
         nargs="+",
         default=[],
         help="NAME=FOLDER: also the first draft for English with FOLDER's draft for every other language given "
-        "(language_drafts)",
+        "or detected (language_drafts)",
     )
     parser.add_argument("--seconds", type=float, default=60.0, help="length of each language's long file")
     parser.add_argument("--clips", type=int, default=8, help="short clips per language")
     parser.add_argument("--no-translate", action="store_true", help="skip the translation rows")
+    parser.add_argument("--detect", action="store_true", help="give no language: Whisper detects it per clip")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument(
         "--kokoro-voices",
@@ -240,13 +254,14 @@ def main() -> int:
         draft = load_whisper_draft(big, None if first_folder in ("", "default") else first_folder)
         others = {code: folder for code in args.languages if code != "en"}
         speculators[name] = Seq2SeqSpeculator(big, draft, processor, language_drafts=others)
+    warm_up(speculators, {code: audio_sets(code, args, audio_dir)[1][0] for code in args.languages}, args.detect)
     rows = []
     for code in args.languages:
         sets, clips = audio_sets(code, args, audio_dir)
         if code != "en" and not args.no_translate:
             sets.append(("short clips, translate", clips, "translate"))
         for label, audio, task in sets:
-            row = measure(big, processor, speculators, audio, language=code, task=task)
+            row = measure(big, processor, speculators, audio, language=None if args.detect else code, task=task)
             row.update(language=code, set=label, audio_s=round(sum(len(a) for a in audio) / RATE, 1))
             rows.append(row)
             summary = ", ".join(
@@ -261,7 +276,8 @@ def main() -> int:
     }
     header = (
         f"Whisper base, held-out sentences and voices per language: long files of about {args.seconds:.0f} s "
-        f"(sequential long form), {args.clips} short clips per language as one batch; {args.threads} CPU threads, "
+        f"(sequential long form), {args.clips} short clips per language as one batch; language "
+        f"{'detected' if args.detect else 'given'}; {args.threads} CPU threads, "
         f"{platform.machine()}, torch {torch.__version__}; each side run once, greedy first."
     )
     drafts = dict(e.partition("=")[::2] for e in args.drafts)

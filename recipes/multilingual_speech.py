@@ -318,9 +318,12 @@ A 2-layer decoder that proposes tokens for Whisper base in seq2spec's speculativ
 other languages. It is a `WhisperForCausalLM` whose encoder input, token embeddings, position embeddings and output
 projection are base's own (shared, not stored); only its 2 decoder layers and final layer norm are here
 (`decoder.safetensors`, fp16, {own_millions:.1f}M parameters), with the ids of the {output_tokens:,} tokens it scores.
-Load it with `seq2spec.whisper.draft.load_whisper_draft(base)` or `seq2spec.default_models.load_whisper_base_pair()`;
-it carries its tuned speculation options (`draft_config.json`). Its cross-attention key and value projections are
-base's layers 0 and 5, frozen. Its proposals are checked by base, so transcripts are base's greedy transcripts
+seq2spec proposes with it for clips given or detected in the {count} languages it trained in besides English
+(`languages` in `draft_config.json`), and with the English draft (`../whisper_base_draft`) for English and the
+rest: `seq2spec transcribe`, `seq2spec serve` and `seq2spec.default_models.shipped_whisper()` (its
+`language_drafts`, from `whisper_base_language_drafts(base)`). It carries its tuned speculation options
+(`draft_config.json`). Its cross-attention key and value projections are base's layers 0 and 5, frozen. Its
+proposals are checked by base, so transcripts are base's greedy transcripts
 whatever the draft's quality.
 
 ## Training
@@ -354,7 +357,8 @@ never proposed.
 
 
 def write_card(work_dir: Path, export_dir: Path, agreement: dict) -> None:
-    """The exported draft's model card, from the work dir's manifest, metrics and per-language agreement."""
+    """The exported draft's model card, from the work dir's manifest, metrics and per-language agreement; its config
+    names the languages it trained in besides English (``languages``)."""
     metrics = json.loads((export_dir / "metrics.json").read_text(encoding="utf-8"))
     records = [json.loads(line) for line in (work_dir / "manifest.jsonl").read_text(encoding="utf-8").splitlines()]
     train = [r for r in records if r["split"] in distill.TRAIN_SPLITS]
@@ -376,6 +380,11 @@ def write_card(work_dir: Path, export_dir: Path, agreement: dict) -> None:
         **metrics,
     )
     (export_dir / "MODEL_CARD.md").write_text(card, encoding="utf-8")
+    # the languages seq2spec proposes for with this draft (language_drafts); English keeps the English draft
+    config_path = export_dir / "draft_config.json"
+    config = json.loads(config_path.read_text(encoding="utf-8"))
+    config["languages"] = codes
+    config_path.write_text(json.dumps(config, indent=2) + "\n", encoding="utf-8")
 
 
 def main() -> None:

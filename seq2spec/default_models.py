@@ -49,14 +49,16 @@ SPELLER_DEFAULT_OPTIONS = {"spellcheck_copy": True}
 @dataclass(frozen=True)
 class ShippedPair:
     """A shipped pair, complete: the big model, what proposes for it (a draft model, a proposer's name such as
-    ``"input-copy"``, or None), its tokenizer or processor, the speculation options tuned for it, and the text steps
-    ``correct`` takes around it (None for speech)."""
+    ``"input-copy"``, or None), its tokenizer or processor, the speculation options tuned for it, the text steps
+    ``correct`` takes around it (None for speech), and the drafts that propose for some languages instead of
+    ``draft`` (Whisper: ``Seq2SeqSpeculator``'s ``language_drafts``)."""
 
     big: PreTrainedModel
     draft: PreTrainedModel | str | None
     tokenizer: Any
     options: dict[str, Any] = field(default_factory=dict)
     spelling: SpellingSettings | None = None
+    language_drafts: dict[str, PreTrainedModel | str] = field(default_factory=dict)
 
 
 def shipped_speller(device: str | torch.device | None = None, dtype: torch.dtype | str | None = None) -> ShippedPair:
@@ -233,13 +235,31 @@ def shipped_whisper(
 ) -> ShippedPair:
     """The Whisper pair ``seq2spec transcribe`` and ``seq2spec serve`` run by default: the embedded Whisper base, the
     shipped distilled draft (``with_draft`` and where it is installed; else None) with the options it was tuned with,
-    and base's processor. ``dtype="int8"``: the int8 mode on a CPU, both models quantised."""
+    base's processor, and the shipped multilingual draft for the languages it was trained in besides English
+    (``whisper_base_language_drafts``). ``dtype="int8"``: the int8 mode on a CPU, base quantised."""
     from seq2spec.int8 import float_dtype, is_int8_dtype, quantize_int8_pair
     from seq2spec.options import recommended_options
     from seq2spec.whisper.draft import WHISPER_BASE_DRAFT_DIR, load_whisper_draft
 
     big, processor = load_whisper_base(device=device, dtype=float_dtype(dtype))
     draft = load_whisper_draft(big) if with_draft and WHISPER_BASE_DRAFT_DIR.is_dir() else None
-    if is_int8_dtype(dtype):
+    int8 = is_int8_dtype(dtype)  # drafts are attached to the float model first: they copy rows of its head
+    languages = whisper_base_language_drafts(big, load=int8) if draft is not None else {}
+    if int8:
         quantize_int8_pair(big, draft)
-    return ShippedPair(big, draft, processor, recommended_options(draft))
+    return ShippedPair(big, draft, processor, recommended_options(draft), language_drafts=languages)
+
+
+def whisper_base_language_drafts(big: PreTrainedModel, *, load: bool = False) -> dict[str, PreTrainedModel | str]:
+    """Language code -> the shipped multilingual draft for Whisper base (assets/whisper_base_multilingual_draft), for
+    each language it was trained in besides English; empty where it is not installed. Pass as
+    ``Seq2SeqSpeculator(base, draft, processor, language_drafts=...)``: clips given or detected in those languages
+    are proposed for by it, English and the rest by the English draft. The draft is its folder, which the speculator
+    loads when a clip first needs it; ``load``: the draft loaded now, once, attached to ``big`` (which must not be
+    quantised yet)."""
+    from seq2spec.whisper.draft import WHISPER_BASE_MULTILINGUAL_DRAFT_DIR as folder
+    from seq2spec.whisper.draft import draft_languages, load_whisper_draft
+
+    if not folder.is_dir():
+        return {}
+    return dict.fromkeys(draft_languages(folder), load_whisper_draft(big, folder) if load else str(folder))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterable, Mapping
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 import torch
@@ -32,6 +33,7 @@ from seq2spec.spelling.pipeline import InputTooLongError, SpellingPipeline
 from seq2spec.spelling.settings import SpellingSettings, settings_of
 
 if TYPE_CHECKING:
+    from seq2spec.whisper.languages import LanguageRouter
     from seq2spec.whisper.request import TranscriptionRequest
 
 __all__ = ["INPUT_COPY", "InputTooLongError", "Seq2SeqSpeculator"]
@@ -64,23 +66,55 @@ def _language_code(language: Any) -> str | None:
     return TO_LANGUAGE_CODE.get(code, code)
 
 
-def _language_speculators(
-    speculator: Seq2SeqSpeculator,
-    drafts: dict[str, ModelLike],
-    tokenizer: Any,
-    options: SpeculationOptions | None,
-    changes: dict[str, Any],
-) -> dict[str, Seq2SeqSpeculator]:
+class _LanguageSpeculators:
     """Language code -> a speculator of ``speculator``'s big model with that language's draft: one per draft (a model
-    or a name), however many languages use it, sharing the big model's checked fast paths."""
-    made: dict[Any, Seq2SeqSpeculator] = {}
-    for draft in drafts.values():
-        key = draft if isinstance(draft, str) else id(draft)
-        if key not in made:
-            made[key] = other = Seq2SeqSpeculator(speculator.big, draft, tokenizer, options=options, **changes)
+    or a name), however many languages use it, sharing the big model's checked fast paths. A folder saved by
+    ``save_whisper_draft`` (checked now) is loaded when a clip of one of its languages first needs it, so a run that
+    meets none of them never holds it; other drafts are loaded now."""
+
+    def __init__(
+        self,
+        speculator: Seq2SeqSpeculator,
+        drafts: dict[str, ModelLike],
+        tokenizer: Any,
+        options: SpeculationOptions | None,
+        changes: dict[str, Any],
+    ) -> None:
+        from seq2spec.whisper.draft import is_whisper_draft_folder
+
+        def make(draft: ModelLike) -> Seq2SeqSpeculator:
+            other = Seq2SeqSpeculator(speculator.big, draft, tokenizer, options=options, **changes)
             other._big_head, other._exact_forwards = speculator._big_head, speculator._exact_forwards
             other._layout_check = speculator._layout_check
-    return {code: made[draft if isinstance(draft, str) else id(draft)] for code, draft in drafts.items()}
+            return other
+
+        self._make = make
+        self._key_of = {code: draft if isinstance(draft, str) else id(draft) for code, draft in drafts.items()}
+        self._drafts = {self._key_of[code]: draft for code, draft in drafts.items()}
+        self._made = {
+            key: self._make(draft) for key, draft in self._drafts.items() if not is_whisper_draft_folder(draft)
+        }
+
+    def __bool__(self) -> bool:
+        return bool(self._key_of)
+
+    def get(self, code: str | None, default: Seq2SeqSpeculator) -> Seq2SeqSpeculator:
+        key = self._key_of.get(code) if code is not None else None
+        if key is None:
+            return default
+        if key not in self._made:
+            self._made[key] = self._make(self._drafts[key])
+        return self._made[key]
+
+
+def _language_router(speculator: Seq2SeqSpeculator) -> LanguageRouter | None:
+    """With ``language_drafts``, what sends rows given no language to the draft of the language Whisper detects in
+    each (detected as its ``generate`` would, so the transcripts are the same); else None."""
+    from seq2spec.whisper.languages import LanguageRouter, detected_languages, detects_language
+
+    if not speculator._by_language or not detects_language(speculator.big):
+        return None
+    return LanguageRouter(partial(detected_languages, speculator.big), speculator.for_language)
 
 
 def _checked_language_drafts(drafts: Mapping[str, ModelLike] | None, model_type: str) -> dict[str, ModelLike]:
@@ -136,8 +170,9 @@ class Seq2SeqSpeculator:
     ``dtype``: float32 on a CPU, the checkpoint's own dtype elsewhere); a draft loaded by name follows the big one.
     ``dtype="int8"`` is the int8 mode on a CPU (``seq2spec.int8``): the output is then that of the int8 big model's
     own ``generate``. ``language_drafts`` (Whisper): a draft per language code (``{"fr": french_draft}``, models,
-    names or ``save_whisper_draft`` folders) that ``transcribe`` proposes with for clips given that language; other
-    clips, and clips whose language is detected, use ``draft``; each is loaded now, with this one's options.
+    names or ``save_whisper_draft`` folders) that ``transcribe`` proposes with for clips given that language or, given
+    none, in which Whisper detects it (detected as its ``generate`` detects, before decoding); other clips use
+    ``draft``; each takes this one's options, and is loaded now (a ``save_whisper_draft`` folder: when first used).
     """
 
     def __init__(
@@ -190,7 +225,7 @@ class Seq2SeqSpeculator:
         self._big_head = BigModelHead()  # the big model's head, sliced where found bit-exact (CPU)
         self._exact_forwards = ExactForwards()  # the big model's forward without transformers' per-call work
         self._layout_check = LayoutCheck()  # the big decoder checked in the speculative layout once per state
-        self._by_language = _language_speculators(self, languages, self._tokenizer, options, changes)
+        self._by_language = _LanguageSpeculators(self, languages, self._tokenizer, options, changes)
         self._spellcheck: SpellCheckedSource | None = None  # the copy source of spellcheck_copy, made on first use
 
     @property
@@ -395,7 +430,7 @@ class Seq2SeqSpeculator:
         if whisper:
             multilingual = bool(getattr(self.big.generation_config, "is_multilingual", False))
             results = transcribe_clips(clips, self.processor, generate, request, multilingual=multilingual,
-                                       progress=progress)  # fmt: skip
+                                       progress=progress, route=_language_router(self))  # fmt: skip
         else:
             results = transcribe_other_model(
                 clips, self.processor, generate, model_type=family.model_type, encoder_input=family.encoder_input_name,
@@ -405,5 +440,11 @@ class Seq2SeqSpeculator:
         return results[0] if single else results
 
     def for_language(self, language: Any) -> Seq2SeqSpeculator:
-        """The speculator for clips given ``language``: one with its draft of ``language_drafts``, else this one."""
-        return self._by_language.get(_language_code(language), self) if self._by_language else self
+        """The speculator for clips given ``language``: one with its draft of ``language_drafts``, else this one. A
+        list of languages (one per row) gets the speculator all of them share, else this one."""
+        if not self._by_language:
+            return self
+        if isinstance(language, (list, tuple)):
+            chosen = {id(other): other for other in map(self.for_language, language)}
+            return next(iter(chosen.values())) if len(chosen) == 1 else self
+        return self._by_language.get(_language_code(language), self)

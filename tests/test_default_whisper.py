@@ -12,10 +12,11 @@ import torch
 
 from seq2spec import Seq2SeqSpeculator
 from seq2spec.whisper.audio import load_audio
-from seq2spec.whisper.draft import WHISPER_BASE_DRAFT_DIR, output_token_ids
+from seq2spec.whisper.draft import WHISPER_BASE_DRAFT_DIR, WHISPER_BASE_MULTILINGUAL_DRAFT_DIR, output_token_ids
 
 SAMPLES = Path(__file__).resolve().parents[1] / "recipes" / "data" / "asr_samples"
 LIBRIVOX = Path("/usr/share/pocketsphinx/test/data/librivox")
+MULTILINGUAL = ("de", "es", "fr", "hi", "it", "ja", "nl", "pl", "pt", "ru", "sv", "tr", "uk", "zh")
 
 
 def _base_installed() -> bool:
@@ -38,7 +39,7 @@ def pair():
     return load_whisper_base_pair()
 
 
-def test_the_shipped_whisper_pair_comes_complete_from_one_function(pair):
+def test_the_shipped_whisper_pair_comes_complete_from_one_function(pair, tmp_path):
     """``shipped_whisper`` returns what ``seq2spec transcribe`` and ``seq2spec serve`` run by default."""
     from seq2spec.commands.main import build_parser
     from seq2spec.commands.transcribe import load_speculator
@@ -52,15 +53,57 @@ def test_the_shipped_whisper_pair_comes_complete_from_one_function(pair):
     args = build_parser().parse_args(["transcribe", "a.wav", "--out", "o.jsonl"])
     speculator = load_speculator(args)
     assert speculator.draft is not None and speculator.options == Seq2SeqSpeculator(*pair).options
+    assert set(shipped.language_drafts) == set(MULTILINGUAL) and len(set(shipped.language_drafts.values())) == 1
+    french = speculator.for_language("fr")
+    assert french.draft is not speculator.draft and speculator.for_language("en") is speculator
+    assert speculator.for_language("ja") is french and speculator.for_language("ko") is speculator
+    from seq2spec.whisper.draft import draft_from_big_layers, save_whisper_draft
+
+    folder = save_whisper_draft(draft_from_big_layers(pair[0], [1]), tmp_path / "mine")
+    argv = ["transcribe", "a.wav", "--out", "o.jsonl", "--language-draft", f"fr={folder}"]
+    mine = load_speculator(build_parser().parse_args(argv))  # the user's draft for French, the shipped for the others
+    assert output_token_ids(mine.for_language("fr").draft) is None
+    assert mine.for_language("de").draft is not mine.for_language("fr").draft is not mine.draft
 
 
-def test_draft_is_shipped_small_and_described():
-    size = (WHISPER_BASE_DRAFT_DIR / "decoder.safetensors").stat().st_size
+@pytest.mark.parametrize("folder", [WHISPER_BASE_DRAFT_DIR, WHISPER_BASE_MULTILINGUAL_DRAFT_DIR])
+def test_draft_is_shipped_small_and_described(folder):
+    size = (folder / "decoder.safetensors").stat().st_size
     assert size < 20e6  # only the draft's own layers, fp16
-    metrics = json.loads((WHISPER_BASE_DRAFT_DIR / "metrics.json").read_text())
+    metrics = json.loads((folder / "metrics.json").read_text())
     assert metrics["draft_layers"] == 2 and metrics["steps"] > 0  # the recipe's record of the shipped draft
     assert 0.5 < metrics["agreement_heldout"] <= 1
-    assert (WHISPER_BASE_DRAFT_DIR / "MODEL_CARD.md").is_file()
+    assert (folder / "MODEL_CARD.md").is_file()
+
+
+def test_the_multilingual_draft_proposes_for_its_languages_given_or_detected(pair):
+    """The shipped multilingual draft, for the 14 languages it trained in: clips given German are proposed for by
+    it, English clips whose language is detected by the English draft; every transcript is base's greedy one."""
+    from seq2spec.default_models import whisper_base_language_drafts
+    from seq2spec.whisper.transcription import transcribe_clips
+
+    big, draft, processor = pair
+    drafts = whisper_base_language_drafts(big)
+    assert set(drafts) == set(MULTILINGUAL) and "en" not in drafts
+    assert set(drafts.values()) == {str(WHISPER_BASE_MULTILINGUAL_DRAFT_DIR)}  # a folder, loaded when first needed
+    speculator = Seq2SeqSpeculator(big, draft, processor, language_drafts=drafts)
+    assert not speculator._by_language._made  # not loaded yet
+    multilingual = speculator.for_language("fr").draft
+    assert multilingual.model.decoder.embed_tokens is big.model.decoder.embed_tokens
+    assert 16_384 < output_token_ids(multilingual).numel() < big.config.vocab_size
+    assert speculator.for_language("ja").draft is multilingual
+    calls: list[int] = []
+    multilingual.model.decoder.register_forward_hook(lambda *_: calls.append(1))
+    clips = [load_audio(p) for p in sorted(SAMPLES.glob("clip0[0-2]*.wav"))]
+
+    def greedy(features, attention_mask, **options):
+        return big.generate(features, attention_mask=attention_mask, **options)
+
+    for language in ("de", None):
+        expected = transcribe_clips(clips, processor, greedy, multilingual=True, language=language)
+        assert speculator.transcribe(clips, 16_000, language=language) == expected and all(expected)
+        assert bool(calls) == (language == "de")  # English detected: the English draft
+        calls.clear()
 
 
 def test_draft_shares_base_modules(pair):

@@ -13,7 +13,7 @@ from test_languages_per_clip import LANGUAGES, clips
 from seq2spec import Seq2SeqSpeculator
 from seq2spec.commands.main import build_parser, main
 from seq2spec.whisper.draft import draft_from_big_layers, is_whisper_draft_folder, save_whisper_draft
-from seq2spec.whisper.transcription import transcribe_clips
+from seq2spec.whisper.transcription import batch_features, transcribe_clips
 
 
 def counted(model) -> list[int]:
@@ -23,13 +23,13 @@ def counted(model) -> list[int]:
     return calls
 
 
-def greedy_texts(speculator, audio, language):
+def greedy_texts(speculator, audio, language, **request):
     big = speculator.big
 
     def greedy(features, attention_mask, **options):
         return big.generate(features, attention_mask=attention_mask, **options)
 
-    return transcribe_clips(audio, speculator.processor, greedy, multilingual=True, language=language)
+    return transcribe_clips(audio, speculator.processor, greedy, multilingual=True, language=language, **request)
 
 
 def test_clips_given_a_language_are_proposed_for_by_its_draft(toy_whisper_dirs):
@@ -103,3 +103,108 @@ def test_the_command_takes_a_draft_per_language(toy_whisper_dirs, tmp_path):
     for bad in ("fr", f"xx={draft_dir}", "=x"):
         with pytest.raises(SystemExit):
             build_parser().parse_args([*argv, "--out", "o", "--language-draft", bad])
+
+
+def detecting_two_languages(big, audio, scale: bool = True) -> list[str]:
+    """Make the toy ``big`` write different texts for different clips and detect French in some of ``audio``'s
+    clips and German in the others (a random toy detects one language whatever it hears): the language tokens'
+    rows of the output projection (untied from the input embeddings) set so that the decoder's state after the
+    start token, which differs from clip to clip, scores French above German in half the clips and English
+    lowest. Returns the codes ``big`` now detects."""
+    import torch
+    from transformers import WhisperFeatureExtractor
+
+    from seq2spec.whisper.languages import detected_languages
+
+    features = batch_features(audio, WhisperFeatureExtractor(feature_size=80), False)[0]["input_features"]
+    start = torch.full((len(audio), 1), big.generation_config.decoder_start_token_id)
+    with torch.no_grad():
+        if scale:
+            big.model.encoder.conv1.weight.mul_(3.0)  # texts that differ from clip to clip
+        states = big.model(features[:, :, :3000], decoder_input_ids=start).last_hidden_state[:, -1]
+        head = big.get_output_embeddings()
+        if head.weight is big.model.decoder.embed_tokens.weight:  # the prompt's embeddings stay as they were
+            head.weight = torch.nn.Parameter(head.weight.detach().clone())
+        ids, weights = big.generation_config.lang_to_id, head.weight
+        german, mean = weights[ids["<|de|>"]], states.mean(0)
+        sign = torch.tensor([1.0 if i % 2 else -1.0 for i in range(len(audio))], dtype=torch.float64)
+        weights[ids["<|fr|>"]] = german + (torch.linalg.pinv(states.double()) @ (4 * sign)).float()
+        weights[ids["<|en|>"]] = german - 40 * mean / mean.norm() ** 2
+    return detected_languages(big, features)
+
+
+def test_clips_whose_language_is_detected_are_proposed_for_by_its_draft(toy_whisper_dirs, monkeypatch):
+    """No language given: each clip's language is detected as Whisper's generate detects it, the French clips of a
+    batch are proposed for by the French draft and the German ones by the default draft, and every transcript is
+    the one ``big.generate`` gives detecting languages itself."""
+    from transformers import WhisperForConditionalGeneration, WhisperProcessor
+
+    from seq2spec.whisper import languages
+
+    big_dir, draft_dir = toy_whisper_dirs
+    big = WhisperForConditionalGeneration.from_pretrained(big_dir).eval()
+    audio = clips()
+    detected = detecting_two_languages(big, audio)
+    processor = WhisperProcessor.from_pretrained(big_dir)
+    speculator = Seq2SeqSpeculator(big, str(draft_dir), processor, language_drafts={"fr": str(draft_dir)})
+    assert set(detected) == {"fr", "de"}  # one batch of two languages
+    french = speculator.for_language("fr")
+    default_calls, french_calls = counted(speculator.draft), counted(french.draft)
+    expected = greedy_texts(speculator, audio, None)
+    assert len(set(expected)) > 1 and max(map(len, expected)) > 5  # texts that differ from clip to clip
+    assert speculator.transcribe(audio, sampling_rate=16_000) == expected
+    assert french_calls and default_calls
+    assert speculator.for_language(["fr", "French"]) is french and speculator.for_language(["fr", "de"]) is speculator
+
+    french_calls.clear(), default_calls.clear()
+    only_german = [clip for clip, code in zip(audio, detected, strict=True) if code == "de"]
+    assert speculator.transcribe(only_german, sampling_rate=16_000) == greedy_texts(speculator, only_german, None)
+    assert default_calls and not french_calls
+
+    detections: list[int] = []
+    original = languages.detected_languages
+
+    def detect(model, features):
+        detections.append(len(features))
+        return original(model, features)
+
+    monkeypatch.setattr(languages, "detected_languages", detect)
+    speculator.transcribe(audio, sampling_rate=16_000)
+    assert detections == [len(audio)]  # once per batch, all its rows
+    detections.clear()
+    Seq2SeqSpeculator(speculator.big, str(draft_dir), speculator.processor).transcribe(audio, sampling_rate=16_000)
+    speculator.transcribe(audio, sampling_rate=16_000, language="de")
+    assert not detections  # no language drafts, or a language given: Whisper's generate detects, or need not
+
+
+def test_long_files_whose_language_is_detected_are_decoded_by_its_draft(toy_whisper_dirs, monkeypatch, tmp_path):
+    """Long files of two detected languages in one batch, their features in a file: each language's rows decoded
+    apart, the frames each row has passed handed back, every transcript (with timestamps) ``big.generate``'s."""
+    from transformers import WhisperForConditionalGeneration, WhisperProcessor
+
+    from seq2spec.whisper import feature_file
+
+    big_dir, draft_dir = toy_whisper_dirs
+    big = WhisperForConditionalGeneration.from_pretrained(big_dir).eval()
+    audio = [tone(36.0 + 3 * i, 16_000, 1, i).astype("float32") for i in range(4)]
+    assert set(detecting_two_languages(big, audio)) == {"fr", "de"}
+    speculator = Seq2SeqSpeculator(
+        big, str(draft_dir), WhisperProcessor.from_pretrained(big_dir), language_drafts={"fr": str(draft_dir)}
+    )
+    french_calls = counted(speculator.for_language("fr").draft)
+    expected = greedy_texts(speculator, audio, None, return_timestamps=True)
+    paths = [tmp_path / f"{index}.wav" for index in range(len(audio))]
+    for path, samples in zip(paths, audio, strict=True):
+        soundfile.write(path, samples, 16_000, subtype="FLOAT")
+    assert len({result["text"] for result in expected}) > 1
+    released: list[list[int]] = []
+    original = feature_file.FeatureFile.release_before
+
+    def release(self, seeks, rows=None):
+        released.append(list(rows or range(len(seeks))))
+        original(self, seeks, rows)
+
+    monkeypatch.setattr(feature_file, "FILE_BYTES", 0)
+    monkeypatch.setattr(feature_file.FeatureFile, "release_before", release)
+    assert speculator.transcribe(paths, return_timestamps=True) == expected
+    assert french_calls and {tuple(rows) for rows in released} == {(0, 2), (1, 3)}  # by length: fr, de, fr, de

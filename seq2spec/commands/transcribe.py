@@ -141,6 +141,7 @@ def load_speculator(args: argparse.Namespace):
 
     shipped = shipped_whisper(device=args.device, dtype=dtype, with_draft=args.assistant is None)
     draft = shipped.draft if args.assistant is None else assistant
+    languages["language_drafts"] = {**shipped.language_drafts, **languages["language_drafts"]}  # the user's first
     changes = {**shipped.options, **speculation_changes(args)}
     return Seq2SeqSpeculator(shipped.big, draft, shipped.tokenizer, **languages, **changes)
 
@@ -460,6 +461,6 @@ def _add_language_flags(parser: argparse.ArgumentParser) -> None:
         action="append",
         type=language_draft,
         metavar="CODE=DRAFT",
-        help="a draft for the files given that language (by --language or --language-map), a name or path as "
-        "--assistant takes (a folder saved by save_whisper_draft too): fr=drafts/french; repeatable",
+        help="a draft for the files given that language (by --language or --language-map) or detected in, a name "
+        "or path as --assistant takes (a folder saved by save_whisper_draft too): fr=drafts/french; repeatable",
     )

@@ -22,6 +22,8 @@ import torch
 from torch import nn
 
 WHISPER_BASE_DRAFT_DIR = Path(__file__).parents[1] / "assets" / "whisper_base_draft"
+# the shipped draft for the languages it names (``languages`` in its config), beside the English one
+WHISPER_BASE_MULTILINGUAL_DRAFT_DIR = Path(__file__).parents[1] / "assets" / "whisper_base_multilingual_draft"
 WEIGHTS_FILE = "decoder.safetensors"
 CONFIG_FILE = "draft_config.json"
 OUTPUT_TOKENS_KEY = "output_token_ids"
@@ -171,6 +173,12 @@ def _stored_copy_of(stored: dict[str, torch.Tensor], prefix: str, attention: nn.
             ):
                 return False
     return True
+
+
+def draft_languages(directory: str | Path) -> tuple[str, ...]:
+    """The language codes a saved draft proposes for (``languages`` in its config; none if it names none)."""
+    description = json.loads((Path(directory) / CONFIG_FILE).read_text(encoding="utf-8"))
+    return tuple(description.get("languages", ()))
 
 
 def is_whisper_draft_folder(path: object) -> bool:

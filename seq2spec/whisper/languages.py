@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 
@@ -26,3 +28,49 @@ def check_spoken(model: Any, languages: set[str]) -> None:
     missing = sorted(code for code in languages if f"<|{TO_LANGUAGE_CODE.get(code, code)}|>" not in known)
     if missing:
         raise ValueError(f"this model does not speak {', '.join(missing)} (it has no language token for it)")
+
+
+def detected_languages(model: Any, features: Any) -> list[str]:
+    """Each row's language code as Whisper's ``generate`` detects it when given no language: ``detect_language`` on
+    the first window's frames of the very features ``generate`` receives, so the code is the one it would put in the
+    row's prompt."""
+    config = model.generation_config
+    encoder = model.model.encoder
+    frames = encoder.conv1.stride[0] * encoder.conv2.stride[0] * model.config.max_source_positions
+    ids = model.detect_language(
+        input_features=features.to(model.device, model.dtype), generation_config=config, num_segment_frames=frames
+    )
+    code_of = {token_id: token.strip("<|>") for token, token_id in config.lang_to_id.items()}
+    return [code_of[token_id] for token_id in ids.tolist()]
+
+
+def detects_language(model: Any) -> bool:
+    """Whether ``model``'s ``generate`` detects each row's language when given none: a multilingual Whisper whose
+    generation config names no language (a fine-tuned model's config may, and then that one is used)."""
+    config = model.generation_config
+    forced = dict(getattr(config, "forced_decoder_ids", None) or ())  # position -> token; older configs hold these
+    return (
+        bool(getattr(config, "is_multilingual", False))
+        and bool(getattr(config, "lang_to_id", None))
+        and getattr(config, "language", None) is None
+        and forced.get(1) is None
+    )
+
+
+@dataclass(frozen=True)
+class LanguageRouter:
+    """Sends the rows of a batch given no language to the draft of the language Whisper detects in each: ``detect``
+    gives each row's code from the batch's features, ``proposer`` the object (a speculator) that proposes for a
+    code. The rows of one proposer are decoded together, given their detected codes, which is what ``generate``
+    would have put in their prompts."""
+
+    detect: Callable[[Any], list[str]]
+    proposer: Callable[[str], Any]
+
+    def groups(self, features: Any) -> list[tuple[list[int], list[str]]]:
+        """``(row indices, their codes)`` per proposer, in order of first appearance."""
+        codes = self.detect(features)
+        rows: dict[int, list[int]] = {}
+        for row, code in enumerate(codes):
+            rows.setdefault(id(self.proposer(code)), []).append(row)
+        return [(indices, [codes[i] for i in indices]) for indices in rows.values()]

@@ -94,14 +94,14 @@ def test_the_multilingual_draft_proposes_for_its_languages_given_or_detected(pai
     assert speculator.for_language("ja").draft is multilingual
     calls: list[int] = []
     multilingual.model.decoder.register_forward_hook(lambda *_: calls.append(1))
-    clips = [load_audio(p) for p in sorted(SAMPLES.glob("clip0[0-2]*.wav"))]
+    clips = [load_audio(p) for p in sorted(SAMPLES.glob("clip0[0-1]*.wav"))]
 
     def greedy(features, attention_mask, **options):
         return big.generate(features, attention_mask=attention_mask, **options)
 
     for language in ("de", None):
-        expected = transcribe_clips(clips, processor, greedy, multilingual=True, language=language)
-        assert speculator.transcribe(clips, 16_000, language=language) == expected and all(expected)
+        expected = transcribe_clips(clips, processor, greedy, multilingual=True, language=language, max_new_tokens=48)
+        assert speculator.transcribe(clips, 16_000, language=language, max_new_tokens=48) == expected and all(expected)
         assert bool(calls) == (language == "de")  # English detected: the English draft
         calls.clear()
 

@@ -129,6 +129,13 @@ def _checked_language_drafts(drafts: Mapping[str, ModelLike] | None, model_type:
     return {whisper_language(code, "language_drafts"): draft for code, draft in named.items()}
 
 
+def _check_text_options(prefix: object, spelling: object) -> None:
+    if prefix is not None and not isinstance(prefix, str):
+        raise TypeError(f"prefix must be a string, got {type(prefix).__name__}")
+    if spelling is not None and not isinstance(spelling, SpellingSettings):
+        raise TypeError(f"spelling must be a SpellingSettings, got {type(spelling).__name__}")
+
+
 def _check_settings(options: object, spelling: object, changes: dict[str, Any]) -> None:
     if "small" in changes:
         raise TypeError("pass the draft as draft= (or second, after the big model), not small=")
@@ -362,10 +369,7 @@ class Seq2SeqSpeculator:
         texts = check_texts(texts)
         check_positive_int("batch_size", batch_size)
         check_positive_int("max_new_tokens", max_new_tokens, optional=True)
-        if prefix is not None and not isinstance(prefix, str):
-            raise TypeError(f"prefix must be a string, got {type(prefix).__name__}")
-        if spelling is not None and not isinstance(spelling, SpellingSettings):
-            raise TypeError(f"spelling must be a SpellingSettings, got {type(spelling).__name__}")
+        _check_text_options(prefix, spelling)
         spelling_changes = {name: changes.pop(name) for name in SpellingSettings.field_names() if name in changes}
         settings = (spelling or self.spelling).updated(**spelling_changes)
         self.last_stats = total = SpeculationStats()
@@ -439,12 +443,16 @@ class Seq2SeqSpeculator:
         self.last_stats = total
         return results[0] if single else results
 
+    def detect_language(self, audio: Any, sampling_rate: int | None = None) -> Any:
+        """The language code Whisper detects in each clip (``audio`` as ``transcribe`` takes it), as its ``generate``
+        detects it when given no language: a code per clip, or one for a single input."""
+        from seq2spec.whisper.transcription import detect_languages
+
+        return detect_languages(self, audio, sampling_rate)
+
     def for_language(self, language: Any) -> Seq2SeqSpeculator:
-        """The speculator for clips given ``language``: one with its draft of ``language_drafts``, else this one. A
-        list of languages (one per row) gets the speculator all of them share, else this one."""
-        if not self._by_language:
-            return self
+        """The speculator for ``language`` (with its draft of ``language_drafts``), for a list the one all share."""
         if isinstance(language, (list, tuple)):
             chosen = {id(other): other for other in map(self.for_language, language)}
             return next(iter(chosen.values())) if len(chosen) == 1 else self
-        return self._by_language.get(_language_code(language), self)
+        return self._by_language.get(_language_code(language), self) if self._by_language else self

@@ -12,6 +12,7 @@ from test_languages_per_clip import LANGUAGES, clips
 
 from seq2spec import Seq2SeqSpeculator
 from seq2spec.commands.main import build_parser, main
+from seq2spec.commands.toys import build_toy_model
 from seq2spec.whisper.draft import draft_from_big_layers, is_whisper_draft_folder, save_whisper_draft
 from seq2spec.whisper.transcription import batch_features, transcribe_clips
 
@@ -156,6 +157,11 @@ def test_clips_whose_language_is_detected_are_proposed_for_by_its_draft(toy_whis
     assert french_calls and default_calls
     assert speculator.for_language(["fr", "French"]) is french and speculator.for_language(["fr", "de"]) is speculator
 
+    assert (
+        speculator.detect_language(audio, 16_000) == detected and speculator.detect_language(audio[1], 16_000) == "fr"
+    )
+    with pytest.raises(ValueError, match="multilingual Whisper"):
+        Seq2SeqSpeculator(build_toy_model("t5"), None).detect_language(audio, 16_000)
     french_calls.clear(), default_calls.clear()
     only_german = [clip for clip, code in zip(audio, detected, strict=True) if code == "de"]
     assert speculator.transcribe(only_german, sampling_rate=16_000) == greedy_texts(speculator, only_german, None)

@@ -22,6 +22,7 @@ from seq2spec.serve.app import Limits, Services, build_app
 from seq2spec.serve.batching import Batcher, QueueFull
 from seq2spec.serve.languagetool import changes, lines_with_offsets, utf16_offsets
 from seq2spec.serve.transcriptions import transcriber
+from seq2spec.whisper.languages import language_name
 from seq2spec.whisper.records import records_one_by_one_on_failure, render
 from seq2spec.whisper.request import TranscriptionRequest, WhisperDecoding
 
@@ -186,6 +187,12 @@ def test_the_openai_sdk_gets_the_command_s_transcripts(server, whisper, tmp_path
     assert [word.word for word in verbose.words] == [word["word"].strip() for word in timed["words"]]
     assert [word.start for word in verbose.words] == [word["start"] for word in timed["words"]]
     assert abs(verbose.duration - soundfile.info(path).duration) < 0.01
+    assert verbose.language == language_name(whisper.detect_language(path)) == "german"  # what the toy detects
+    with path.open("rb") as audio:
+        french = client.audio.transcriptions.create(
+            model="whisper-1", file=audio, response_format="verbose_json", language="fr"
+        )
+    assert french.language == "french" and french.text == command_record(whisper, path, language="fr")["text"].strip()
 
 
 def test_concurrent_transcriptions_share_batches(server, whisper, tmp_path):

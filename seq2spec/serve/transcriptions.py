@@ -16,7 +16,7 @@ from typing import Any
 from starlette.responses import JSONResponse, PlainTextResponse, Response
 
 from seq2spec.serve.languagetool import RequestError
-from seq2spec.whisper.languages import whisper_language
+from seq2spec.whisper.languages import language_name, whisper_language
 from seq2spec.whisper.request import TranscriptionRequest, WhisperDecoding
 
 RESPONSE_FORMATS = ("json", "text", "srt", "vtt", "verbose_json")
@@ -32,6 +32,7 @@ class DecodeOptions:
     words: bool = False
     prompt: str | None = None
     fallback: bool = False
+    report_language: bool = False  # verbose_json given no language: the detected one is reported
 
 
 @dataclass(frozen=True)
@@ -84,7 +85,8 @@ class TranscriptionForm:
                 raise RequestError(400, str(unknown)) from None
         prompt = form.get("prompt") or None
         timestamps = response_format in ("srt", "vtt", "verbose_json")
-        options = DecodeOptions(language, timestamps, "word" in granularities, prompt, temperature > 0)
+        report = response_format == "verbose_json" and language is None
+        options = DecodeOptions(language, timestamps, "word" in granularities, prompt, temperature > 0, report)
         return cls(response_format, granularities or ("segment",), options)
 
     def check_audio(self, path: Path, max_seconds: float) -> float:
@@ -128,7 +130,7 @@ def transcription_response(record: dict[str, Any], request: TranscriptionForm, d
         return PlainTextResponse(render(record, request.response_format), media_type=media)
     verbose: dict[str, Any] = {
         "task": "transcribe",
-        "language": request.options.language or "english",
+        "language": language_name(record.get("language") or request.options.language or "en"),
         "duration": round(duration, 3),
         "text": text,
     }
@@ -148,7 +150,8 @@ def transcription_response(record: dict[str, Any], request: TranscriptionForm, d
 def transcriber(speculator, request: TranscriptionRequest):
     """The function the audio batcher calls: ``(paths, DecodeOptions) -> records``, as ``seq2spec transcribe``
     makes them with ``request`` (its long form and batch size; language, timestamps, words, fallback and prompt as
-    each call asks); a batch that fails is decoded file by file."""
+    each call asks); a batch that fails is decoded file by file. A request for verbose_json given no language gets
+    each file's detected language in its record (``language``)."""
     from seq2spec.whisper.records import records_one_by_one_on_failure
 
     def transcribe(paths: list[str], options: DecodeOptions) -> list[dict[str, Any]]:
@@ -161,6 +164,10 @@ def transcriber(speculator, request: TranscriptionRequest):
         )
         records = records_one_by_one_on_failure(speculator, [Path(path) for path in paths], asked)
         by_file = {record["file"]: record for record in records}
-        return [by_file[str(Path(path))] for path in paths]
+        answers = [by_file[str(Path(path))] for path in paths]
+        if options.report_language:  # detected as decoding detected it, on the same features
+            for record, code in zip(answers, speculator.detect_language(paths), strict=True):
+                record["language"] = code
+        return answers
 
     return transcribe

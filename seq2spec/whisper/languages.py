@@ -17,6 +17,13 @@ def whisper_language(code: str, where: str) -> str:
     raise ValueError(f"{where}: {code!r} is not a language Whisper knows (codes such as en, fr, zh; or names)")
 
 
+def language_name(code: str) -> str:
+    """Whisper's lower-case English name for a language code (``fr`` -> ``french``), as OpenAI's API reports it."""
+    from transformers.models.whisper.tokenization_whisper import LANGUAGES
+
+    return LANGUAGES.get(code, code)
+
+
 def check_spoken(model: Any, languages: set[str]) -> None:
     """A ValueError naming the languages of ``languages`` (codes or names) ``model`` has no language token for.
     An English-only model (no language tokens) is left to refuse other languages itself."""

@@ -255,6 +255,40 @@ def _by_language(
     return results
 
 
+def detect_languages(speculator: Any, audio: Any, sampling_rate: int | None) -> Any:
+    """``Seq2SeqSpeculator.detect_language``: a code per clip of ``audio`` (one for a single input), detected by the
+    speculator's big model."""
+    from seq2spec.whisper.languages import detects_language
+
+    model = speculator.big
+    if getattr(model.config, "model_type", None) != "whisper" or not detects_language(model):
+        raise ValueError("detect_language needs a multilingual Whisper model that detects languages")
+    clips, single = prepare_clips(audio, sampling_rate, lazy=True)
+    codes = clip_languages(clips, speculator.processor, model)
+    return codes[0] if single else codes
+
+
+def clip_languages(clips: list[Clip], processor, model, batch_size: int = 16) -> list[str]:
+    """The language code Whisper ``model`` detects in each clip, as its ``generate`` detects it when given none (the
+    first 30 s of the clip's features, computed as ``transcribe_clips`` computes them); a clip over 30 s is read whole
+    for its features (their normalisation spans the file), one at a time."""
+    from seq2spec.whisper.languages import detected_languages
+
+    codes: list[str] = []
+    for start in range(0, len(clips), batch_size):
+        batch = clips[start : start + batch_size]
+        groups = [[clip] for clip in batch] if any(len(clip) > WINDOW_SAMPLES for clip in batch) else [batch]
+        for group in groups:
+            features, _ = batch_features(group, processor.feature_extractor, False)
+            store = features.pop("file", None)
+            try:
+                codes += detected_languages(model, features["input_features"])
+            finally:
+                if store is not None:
+                    store.close()
+    return codes
+
+
 def batch_features(batch: list[Clip], extractor, word_timestamps: bool) -> tuple[dict[str, Any], list[int]]:
     """``(the extractor's features of a batch, each clip's samples)``: a batch holding a clip longer than 30 s gets
     unpadded features with an attention mask (long form), computed block by block as files are read where the

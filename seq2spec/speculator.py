@@ -80,7 +80,7 @@ class _LanguageSpeculators:
         options: SpeculationOptions | None,
         changes: dict[str, Any],
     ) -> None:
-        from seq2spec.whisper.draft import is_whisper_draft_folder
+        from seq2spec.whisper.draft import check_draft_fits, is_whisper_draft_folder
 
         def make(draft: ModelLike) -> Seq2SeqSpeculator:
             other = Seq2SeqSpeculator(speculator.big, draft, tokenizer, options=options, **changes)
@@ -94,6 +94,9 @@ class _LanguageSpeculators:
         self._made = {
             key: self._make(draft) for key, draft in self._drafts.items() if not is_whisper_draft_folder(draft)
         }
+        for key, draft in self._drafts.items():
+            if key not in self._made:  # a folder made for another model is refused now, though loaded later
+                check_draft_fits(speculator.big, draft)
 
     def __bool__(self) -> bool:
         return bool(self._key_of)

@@ -77,6 +77,14 @@ def test_a_saved_whisper_draft_folder_is_a_draft(toy_whisper_dirs, tmp_path):
     assert speculator.transcribe(audio, sampling_rate=16_000, language=LANGUAGES) == greedy_texts(
         speculator, audio, LANGUAGES
     )
+    routed = Seq2SeqSpeculator(plain.big, None, plain.processor, language_drafts={"fr": folder, "de": str(folder)})
+    assert not routed._by_language._made  # a folder is loaded when a clip first needs it
+    assert routed.for_language("fr").draft.model.decoder.embed_tokens is plain.big.model.decoder.embed_tokens
+    from toy_helpers import build_toy_whisper
+
+    other = save_whisper_draft(draft_from_big_layers(build_toy_whisper(max_target_positions=32), [0]), tmp_path / "o")
+    with pytest.raises(ValueError, match="made for max_target_positions=32"):  # refused when given, not when first used
+        Seq2SeqSpeculator(plain.big, None, plain.processor, language_drafts={"fr": other})
     from seq2spec.commands.toys import build_toy_model
 
     with pytest.raises(ValueError, match="holds a draft for a Whisper model; the big model is t5"):

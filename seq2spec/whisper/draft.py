@@ -188,6 +188,23 @@ def is_whisper_draft_folder(path: object) -> bool:
     return (Path(path) / CONFIG_FILE).is_file() and (Path(path) / WEIGHTS_FILE).is_file()
 
 
+def check_draft_fits(big, directory: str | Path) -> dict:
+    """The saved draft's description (its config), after checking that ``directory`` holds a draft made for a model
+    of ``big``'s shape; else FileNotFoundError or a ValueError naming the setting that differs."""
+    directory = Path(directory)
+    config_path, weights_path = directory / CONFIG_FILE, directory / WEIGHTS_FILE
+    if not config_path.is_file() or not weights_path.is_file():
+        raise FileNotFoundError(f"{directory} holds no Whisper draft ({CONFIG_FILE} and {WEIGHTS_FILE} expected)")
+    description = json.loads(config_path.read_text(encoding="utf-8"))
+    for key in ("d_model", "vocab_size", "max_target_positions"):
+        if getattr(big.config, key) != description[key]:
+            raise ValueError(
+                f"the draft in {directory} was made for {key}={description[key]}, "
+                f"but the big model has {key}={getattr(big.config, key)}"
+            )
+    return description
+
+
 def load_whisper_draft(big, directory: str | Path | None = None, *, full_vocabulary: bool = False):
     """Attach a saved draft to a loaded big Whisper model; it takes the big model's device and dtype.
 
@@ -207,16 +224,8 @@ def load_whisper_draft(big, directory: str | Path | None = None, *, full_vocabul
             "both: seq2spec.int8.quantize_int8_pair(big, draft), or load_whisper_base_pair(dtype='int8')"
         )
     directory = Path(directory) if directory is not None else WHISPER_BASE_DRAFT_DIR
-    config_path, weights_path = directory / CONFIG_FILE, directory / WEIGHTS_FILE
-    if not config_path.is_file() or not weights_path.is_file():
-        raise FileNotFoundError(f"{directory} holds no Whisper draft ({CONFIG_FILE} and {WEIGHTS_FILE} expected)")
-    description = json.loads(config_path.read_text(encoding="utf-8"))
-    for key in ("d_model", "vocab_size", "max_target_positions"):
-        if getattr(big.config, key) != description[key]:
-            raise ValueError(
-                f"the draft in {directory} was made for {key}={description[key]}, "
-                f"but the big model has {key}={getattr(big.config, key)}"
-            )
+    description = check_draft_fits(big, directory)
+    weights_path = directory / WEIGHTS_FILE
     draft = _skeleton(big, int(description["decoder_layers"]))
     decoder = draft.model.decoder
     parameter = next(big.parameters())

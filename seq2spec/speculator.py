@@ -91,18 +91,18 @@ class _LanguageSpeculators:
         self._make = make
         self._key_of = {code: draft if isinstance(draft, str) else id(draft) for code, draft in drafts.items()}
         self._drafts = {self._key_of[code]: draft for code, draft in drafts.items()}
-        self._made = {
-            key: self._make(draft) for key, draft in self._drafts.items() if not is_whisper_draft_folder(draft)
-        }
+        self._made: dict[Any, Seq2SeqSpeculator] = {}
         for key, draft in self._drafts.items():
-            if key not in self._made:  # a folder made for another model is refused now, though loaded later
+            if is_whisper_draft_folder(draft):  # loaded when first needed; one made for another model refused now
                 check_draft_fits(speculator.big, draft)
+            else:
+                self._made[key] = make(draft)
 
     def __bool__(self) -> bool:
         return bool(self._key_of)
 
     def get(self, code: str | None, default: Seq2SeqSpeculator) -> Seq2SeqSpeculator:
-        key = self._key_of.get(code) if code is not None else None
+        key = self._key_of.get(code)
         if key is None:
             return default
         if key not in self._made:

@@ -53,7 +53,7 @@ ENGLISH_VOICES = ("en-us", "en")
 def held_out_sentences(code: str) -> list[str]:
     if code == "en":
         return distill.split_sentences(5)[1]
-    return speech.split_sentences(code, 8)[1]
+    return [speech.read_aloud(s, speech.LANGUAGES[code]) for s in speech.split_sentences(code, 8)[1]]
 
 
 def held_out_voices(code: str) -> list[Voice]:

@@ -69,6 +69,7 @@ LIBRIVOX = POCKETSPHINX / "librivox"
 ASR_SAMPLES = Path(__file__).resolve().parent / "data" / "asr_samples"
 VOICES = voices.CLASSIC  # the held-out synthetic clips' voices, and the training voices of --voices classic
 TRAIN_SPLITS = ("train", "train_long")
+UNSPACED_LANGUAGES = ("ja", "zh", "yue")  # Whisper's transcripts in them start with no space
 EVAL_SPLITS = ("heldout", "heldout_long", "heldout_voices", "asr_samples", "librivox")
 # held-out short clips spoken by voices no training clip uses (voices.KOKORO_HELD_OUT)
 UNSEEN_VOICES_SPLIT = "heldout_voices"
@@ -359,8 +360,22 @@ def read_clip(path: Path) -> np.ndarray:
     return samples if rate == RATE else soxr.resample(samples, rate, RATE).astype(np.float32)
 
 
+def reference_label(tokenizer, record: dict, max_new_tokens: int) -> list[int]:
+    """A clip's text as written (``written``, else ``text``) as base's transcript tokens would hold it: after a
+    space but in languages written without spaces, ended by EOS unless cut at ``max_new_tokens``."""
+    text = record.get("written", record["text"]).strip()
+    spaced = record.get("language", "en") not in UNSPACED_LANGUAGES
+    tokens = tokenizer((" " if spaced else "") + text, add_special_tokens=False).input_ids[:max_new_tokens]
+    return tokens + ([tokenizer.eos_token_id] if len(tokens) < max_new_tokens else [])
+
+
 @torch.inference_mode()
-def encode_chunk(big, processor, records: list[dict], timestamps: list[bool], top_k: int, max_new_tokens: int) -> dict:
+def encode_chunk(
+    big, processor, records: list[dict], timestamps: list[bool], top_k: int, max_new_tokens: int, labels: str = "greedy"
+) -> dict:
+    """Encoder outputs, labels and base's top-``top_k`` next tokens along them for ``records``. ``labels``: base's
+    own greedy transcripts ("greedy"), or ("reference") each clip's text, for the clips to be transcribed without
+    timestamps (the others keep greedy labels): base's next tokens teacher-forced on the text, no decoding."""
     from transformers.modeling_outputs import BaseModelOutput
 
     with ThreadPoolExecutor(max_workers=READ_THREADS) as pool:  # decoding (Ogg/Opus, FLAC) releases the GIL
@@ -375,9 +390,15 @@ def encode_chunk(big, processor, records: list[dict], timestamps: list[bool], to
         (flag, record.get("language", "en"), record.get("task", "transcribe"))
         for flag, record in zip(timestamps, records, strict=True)
     ]
-    for kind in sorted(set(kinds)):
+    referenced = set()
+    if labels == "reference":
+        referenced = {i for i, (flag, _, task) in enumerate(kinds) if not flag and task == "transcribe"}
+        for row in referenced:
+            prompt = prompt_ids(tokenizer, False, kinds[row][1], "transcribe")
+            sequences.append((row, prompt + reference_label(tokenizer, records[row], max_new_tokens)))
+    for kind in sorted({k for i, k in enumerate(kinds) if i not in referenced}):
         flag, language, task = kind
-        rows = [i for i, k in enumerate(kinds) if k == kind]
+        rows = [i for i, k in enumerate(kinds) if k == kind and i not in referenced]
         output = big.generate(
             encoder_outputs=BaseModelOutput(last_hidden_state=encoded[rows]),
             language=language,
@@ -457,6 +478,8 @@ def stage_encode(args) -> None:
         if not chosen:
             continue
         flags = timestamp_flags(args, split, len(chosen))
+        if args.labels == "reference" and split in TRAIN_SPLITS:  # a text has no times: labelled without them
+            flags = [False] * len(chosen)
         folder = args.work_dir / "encoded" / split
         folder.mkdir(parents=True, exist_ok=True)
         for start in tqdm(chunks_to_encode(folder, len(chosen), args.encode_batch), desc=f"encoding {split}"):
@@ -468,6 +491,7 @@ def stage_encode(args) -> None:
                 flags[start : start + args.encode_batch],
                 args.top_k,
                 args.max_new_tokens if split in ("train_long", "heldout_long") else args.short_max_new_tokens,
+                args.labels if split in TRAIN_SPLITS else "greedy",  # held-out clips: what decoding meets
             )
             torch.save(chunk, path.with_suffix(".tmp"))
             path.with_suffix(".tmp").replace(path)
@@ -661,8 +685,8 @@ def agreement_on(
     return matches / max(1, total), total
 
 
-def present_splits(args, splits: tuple[str, ...]) -> list[Path]:
-    folders = [args.work_dir / "encoded" / split for split in splits]
+def present_splits(args, splits: tuple[str, ...], more: list[Path] = ()) -> list[Path]:
+    folders = [folder / "encoded" / split for folder in (args.work_dir, *more) for split in splits]
     return [f for f in folders if f.is_dir() and any(f.glob("*.pt"))]
 
 
@@ -688,9 +712,10 @@ def stage_train(args) -> None:
     on_gpu = big.device.type == "cuda"
     if on_gpu:  # the draft's training needs no float32 matrix products (its labels are fixed already)
         torch.backends.cuda.matmul.allow_tf32 = True
-    train = EncodedSet(*present_splits(args, TRAIN_SPLITS), device=big.device if on_gpu else None)
+    folders = present_splits(args, TRAIN_SPLITS, args.more_train)
+    train = EncodedSet(*folders, device=big.device if on_gpu else None)
     heldout = EncodedSet(args.work_dir / "encoded" / "heldout", device=big.device if on_gpu else None)
-    print(f"training on {len(train)} clips ({', '.join(f.name for f in present_splits(args, TRAIN_SPLITS))})")
+    print(f"training on {len(train)} clips ({', '.join(str(f) for f in folders)})")
     torch.manual_seed(args.seed)
     draft, trainable = new_draft(args, big)
     if initial_draft is not None:
@@ -1037,6 +1062,20 @@ def main() -> None:
     parser.add_argument("--encode-batch", type=int, default=16, help="clips per encoder batch (and per saved chunk)")
     parser.add_argument("--timestamp-share", type=float, default=0.3, help="training clips labelled with timestamps")
     parser.add_argument("--top-k", type=int, default=16, help="base's next-token distribution kept for the KL term")
+    parser.add_argument(
+        "--labels",
+        choices=["greedy", "reference"],
+        default="greedy",
+        help="training labels: base's greedy transcripts, or each clip's text (base's next tokens along it, no "
+        "decoding: several times cheaper; clips with timestamps or to translate keep greedy labels)",
+    )
+    parser.add_argument(
+        "--more-train",
+        type=Path,
+        nargs="+",
+        default=[],
+        help="--stage train: other work directories whose encoded training clips join this one's",
+    )
     parser.add_argument(
         "--long-clips",
         type=int,

@@ -181,15 +181,30 @@ def held_out(sentence: str, percent: int) -> bool:
 
 
 def split_sentences(code: str, percent: int) -> tuple[list[str], list[str]]:
-    """A language's training and held-out sentences, as espeak-ng reads them (``read_aloud``)."""
-    every, language = sentences(code), LANGUAGES[code]
-    train = [read_aloud(s, language) for s in every if not held_out(s, percent)]
-    return train, [read_aloud(s, language) for s in every if held_out(s, percent)]
+    """A language's training and held-out sentences, as written (``read_aloud`` gives what espeak-ng reads)."""
+    every = sentences(code)
+    return [s for s in every if not held_out(s, percent)], [s for s in every if held_out(s, percent)]
 
 
 def speakers(code: str, held: bool) -> list[Voice]:
     variants = HELD_OUT_VARIANTS if held else TRAINING_VARIANTS
     return [Voice("espeak-ng", voice + variant) for voice in LANGUAGES[code].espeak for variant in variants]
+
+
+def short_clip(rng: random.Random, written: list[str], language: Language | None, voices: list[Voice]) -> tuple:
+    """A short clip (1-3 sentences) of ``written`` sentences: its text as read, samples, voice, and the text as
+    written where espeak-ng reads another form of it (kana, pinyin), else None."""
+    plan = distill.synthetic_plan(rng, written, voices)
+    text = plan["text"]
+    if language is not None and language.reading:
+        plan["text"] = read_aloud(text, language)
+    return (*distill.render_plan(plan), text if plan["text"] != text else None)
+
+
+def long_clip(rng: random.Random, written: list[str], language: Language | None, voices: list[Voice]) -> tuple:
+    """A long clip (``distill.long_clip``) of ``written`` sentences, as espeak-ng reads them."""
+    read = written if language is None or not language.reading else [read_aloud(s, language) for s in written]
+    return (*distill.long_clip(rng, read, voices), None)
 
 
 def _speak_set(
@@ -198,12 +213,11 @@ def _speak_set(
     """Clips of ``split``: one per (generator seed, language) job, each drawn from its own generator."""
     records = []
     for index, (seed, code) in enumerate(jobs):
-        text, samples, voice = make(random.Random(seed), code)
+        text, samples, voice, written = make(random.Random(seed), code)
         path = work_dir / "audio" / split / f"{index:05d}.wav"
         seconds = distill.write_clip(path, samples)
-        records.append(
-            {"split": split, "path": str(path), "text": text, "voice": voice, "seconds": seconds, "language": code}
-        )
+        record = {"split": split, "path": str(path), "text": text, "voice": voice, "seconds": seconds, "language": code}
+        records.append(record | ({"written": written} if written is not None else {}))
     return records
 
 
@@ -218,10 +232,10 @@ def make_manifest(args) -> list[dict]:
         return speakers(code, held)
 
     def short(held: bool) -> Callable[[random.Random, str], tuple]:
-        return lambda rng, code: distill.synthetic_clip(rng, texts[code][held], voices_of(code, held))
+        return lambda rng, code: short_clip(rng, texts[code][held], LANGUAGES.get(code), voices_of(code, held))
 
     def long(held: bool) -> Callable[[random.Random, str], tuple]:
-        return lambda rng, code: distill.long_clip(rng, texts[code][held], voices_of(code, held))
+        return lambda rng, code: long_clip(rng, texts[code][held], LANGUAGES.get(code), voices_of(code, held))
 
     codes = [*args.languages, "en"]
     plan = [
@@ -268,7 +282,7 @@ def choose_output_tokens(work_dir: Path, keep: list[int], size: int, tokenizer, 
     ranked: dict[str, list[int]] = {}
     for code in sorted(set(labels) - {"en"}):
         corpus: Counter[int] = Counter()
-        train, _ = split_sentences(code, percent)
+        train = [read_aloud(s, LANGUAGES[code]) for s in split_sentences(code, percent)[0]]
         for ids in tokenizer([" " + s for s in train], add_special_tokens=False).input_ids:
             corpus.update(t for t in ids if t < end_of_text)
         ranked[code] = [t for t, _ in labels[code].most_common()] + [t for t, _ in corpus.most_common()]

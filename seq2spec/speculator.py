@@ -24,6 +24,7 @@ from seq2spec.decoding.fast.layout_check import LayoutCheck
 from seq2spec.decoding.proposal import Proposer
 from seq2spec.decoding.search import SpeculativeSearch
 from seq2spec.drafts.factory import ProposerFactory
+from seq2spec.drafts.row_groups import LanguageRoutedProposers
 from seq2spec.options import SpeculationOptions, SpeculationStats, recommended_options
 from seq2spec.pairing import ModelLike, ModelPair, check_shared_vocabulary, load_processor, load_tokenizer
 from seq2spec.spelling.capital_check import output_scorer
@@ -33,7 +34,6 @@ from seq2spec.spelling.pipeline import InputTooLongError, SpellingPipeline
 from seq2spec.spelling.settings import SpellingSettings, settings_of
 
 if TYPE_CHECKING:
-    from seq2spec.whisper.languages import LanguageRouter
     from seq2spec.whisper.request import TranscriptionRequest
 
 __all__ = ["INPUT_COPY", "InputTooLongError", "Seq2SeqSpeculator"]
@@ -101,6 +101,20 @@ class _LanguageSpeculators:
     def __bool__(self) -> bool:
         return bool(self._key_of)
 
+    def factories(self, default: Seq2SeqSpeculator) -> dict[int, Callable[[], ProposerFactory]]:
+        """Language token id -> (when first called) the proposer factory of that language's draft, for the search to
+        route each row by the language its prompt holds."""
+        lang_to_id = getattr(default.big.generation_config, "lang_to_id", None) or {}
+
+        def factory(code: str) -> ProposerFactory:
+            speculator = self.get(code, default)
+            speculator._proposers.options = speculator.options
+            return speculator._proposers
+
+        return {
+            lang_to_id[f"<|{code}|>"]: partial(factory, code) for code in self._key_of if f"<|{code}|>" in lang_to_id
+        }
+
     def get(self, code: str | None, default: Seq2SeqSpeculator) -> Seq2SeqSpeculator:
         key = self._key_of.get(code)
         if key is None:
@@ -110,14 +124,12 @@ class _LanguageSpeculators:
         return self._made[key]
 
 
-def _language_router(speculator: Seq2SeqSpeculator) -> LanguageRouter | None:
-    """With ``language_drafts``, what sends rows given no language to the draft of the language Whisper detects in
-    each (detected as its ``generate`` would, so the transcripts are the same); else None."""
-    from seq2spec.whisper.languages import LanguageRouter, detected_languages, detects_language
-
-    if not speculator._by_language or not detects_language(speculator.big):
-        return None
-    return LanguageRouter(partial(detected_languages, speculator.big), speculator.for_language)
+def _make_proposer(speculator: Seq2SeqSpeculator) -> Callable[..., Any]:
+    """The search's proposer factory: the speculator's own, or with ``language_drafts`` one that routes each row to
+    the draft of the language its prompt holds (given or detected by Whisper's ``generate``)."""
+    if not speculator._by_language:
+        return speculator._proposers
+    return LanguageRoutedProposers(speculator._proposers, speculator._by_language.factories(speculator))
 
 
 def _checked_language_drafts(drafts: Mapping[str, ModelLike] | None, model_type: str) -> dict[str, ModelLike]:
@@ -271,7 +283,7 @@ class Seq2SeqSpeculator:
         self._proposers.copy_rewrite = self._spellchecked_source() if self.options.spellcheck_copy else None
         return SpeculativeSearch(
             self.big_family,
-            self._proposers,
+            _make_proposer(self),
             acceptance=self.options.acceptance,
             position_limit=self._pair.position_limit,
             generator=generator,
@@ -429,15 +441,14 @@ class Seq2SeqSpeculator:
         seed = fallback_seed(request.decoding)
 
         def generate(*arguments, **options):
-            speculator = self.for_language(options.get("language"))
-            output = speculator.generate(*arguments, seed=seed, **options)
-            total.merge(speculator.last_stats)
+            output = self.generate(*arguments, seed=seed, **options)
+            total.merge(self.last_stats)
             return output
 
         if whisper:
             multilingual = bool(getattr(self.big.generation_config, "is_multilingual", False))
             results = transcribe_clips(clips, self.processor, generate, request, multilingual=multilingual,
-                                       progress=progress, route=_language_router(self))  # fmt: skip
+                                       progress=progress)  # fmt: skip
         else:
             results = transcribe_other_model(
                 clips, self.processor, generate, model_type=family.model_type, encoder_input=family.encoder_input_name,

@@ -18,9 +18,9 @@ from seq2spec.whisper.transcription import batch_features, transcribe_clips
 
 
 def counted(model) -> list[int]:
-    """A list that grows by one at each forward of ``model``'s decoder."""
+    """A list that grows at each forward of ``model``'s decoder by the rows it decoded."""
     calls: list[int] = []
-    model.model.decoder.register_forward_hook(lambda *_: calls.append(1))
+    model.model.decoder.register_forward_hook(lambda module, inputs, output: calls.append(output[0].shape[0]))
     return calls
 
 
@@ -33,7 +33,7 @@ def greedy_texts(speculator, audio, language, **request):
     return transcribe_clips(audio, speculator.processor, greedy, multilingual=True, language=language, **request)
 
 
-def test_clips_given_a_language_are_proposed_for_by_its_draft(toy_whisper_dirs):
+def test_clips_given_a_language_are_proposed_for_by_its_draft(toy_whisper_dirs, monkeypatch):
     big_dir, draft_dir = toy_whisper_dirs
     speculator = Seq2SeqSpeculator(str(big_dir), str(draft_dir), language_drafts={"fr": str(draft_dir)})
     french = speculator.for_language("fr")
@@ -49,6 +49,21 @@ def test_clips_given_a_language_are_proposed_for_by_its_draft(toy_whisper_dirs):
     french_calls.clear(), default_calls.clear()
     speculator.transcribe(audio[:1], sampling_rate=16_000, language="fr")
     assert french_calls and not default_calls
+    # sampling (a fallback pass) with a draft per row group: near zero temperature, each row is greedy's
+    features = speculator.processor.feature_extractor(audio, sampling_rate=16_000, return_tensors="pt").input_features
+    languages = (["fr", "de", "en"] * len(audio))[: len(audio)]
+    greedy = speculator.big.generate(features, language=languages, max_new_tokens=12)
+    from seq2spec.drafts.row_groups import RowGroupProposer
+
+    merged, original = [], RowGroupProposer._merged
+    monkeypatch.setattr(
+        RowGroupProposer, "_merged", lambda self, parts: merged.append(original(self, parts)) or merged[-1]
+    )
+    sampled = speculator.generate(
+        features, language=languages, max_new_tokens=12, do_sample=True, temperature=1e-4, seed=0
+    )
+    assert sampled.tolist() == greedy.tolist() and speculator.last_stats.big_encoder_calls == 1
+    assert merged and all(proposal.draft_probs is not None for proposal in merged)  # the groups' q, merged
 
 
 def test_language_drafts_are_checked_when_given(toy_whisper_dirs):
@@ -143,9 +158,9 @@ def detecting_two_languages(big, audio, scale: bool = True) -> list[str]:
 
 
 def test_clips_whose_language_is_detected_are_proposed_for_by_its_draft(toy_whisper_dirs, monkeypatch):
-    """No language given: each clip's language is detected as Whisper's generate detects it, the French clips of a
-    batch are proposed for by the French draft and the German ones by the default draft, and every transcript is
-    the one ``big.generate`` gives detecting languages itself."""
+    """No language given: Whisper's generate detects each clip's language, the French rows of a batch are proposed
+    for by the French draft and the German ones by the default draft in the same rounds (one batch, one big forward
+    per round), and every transcript is the one ``big.generate`` gives detecting languages itself."""
     from transformers import WhisperForConditionalGeneration, WhisperProcessor
 
     from seq2spec.whisper import languages
@@ -161,8 +176,13 @@ def test_clips_whose_language_is_detected_are_proposed_for_by_its_draft(toy_whis
     default_calls, french_calls = counted(speculator.draft), counted(french.draft)
     expected = greedy_texts(speculator, audio, None)
     assert len(set(expected)) > 1 and max(map(len, expected)) > 5  # texts that differ from clip to clip
+    detections: list[int] = []
+    original = languages.detected_languages
+    monkeypatch.setattr(languages, "detected_languages", lambda *a: detections.append(1) or original(*a))
     assert speculator.transcribe(audio, sampling_rate=16_000) == expected
     assert french_calls and default_calls
+    assert max(french_calls) == detected.count("fr") and max(default_calls) == detected.count("de")
+    assert speculator.last_stats.big_encoder_calls == 1 and not detections  # one batch; generate detected
     assert speculator.for_language(["fr", "French"]) is french and speculator.for_language(["fr", "de"]) is speculator
 
     assert (
@@ -174,26 +194,16 @@ def test_clips_whose_language_is_detected_are_proposed_for_by_its_draft(toy_whis
     only_german = [clip for clip, code in zip(audio, detected, strict=True) if code == "de"]
     assert speculator.transcribe(only_german, sampling_rate=16_000) == greedy_texts(speculator, only_german, None)
     assert default_calls and not french_calls
-
-    detections: list[int] = []
-    original = languages.detected_languages
-
-    def detect(model, features):
-        detections.append(len(features))
-        return original(model, features)
-
-    monkeypatch.setattr(languages, "detected_languages", detect)
-    speculator.transcribe(audio, sampling_rate=16_000)
-    assert detections == [len(audio)]  # once per batch, all its rows
-    detections.clear()
-    Seq2SeqSpeculator(speculator.big, str(draft_dir), speculator.processor).transcribe(audio, sampling_rate=16_000)
-    speculator.transcribe(audio, sampling_rate=16_000, language="de")
-    assert not detections  # no language drafts, or a language given: Whisper's generate detects, or need not
+    french_calls.clear(), default_calls.clear()
+    given = ["fr" if index % 2 else "de" for index in range(len(audio))]  # a language per clip, given
+    assert speculator.transcribe(audio, sampling_rate=16_000, language=given) == greedy_texts(speculator, audio, given)
+    assert french_calls and default_calls
 
 
 def test_long_files_whose_language_is_detected_are_decoded_by_its_draft(toy_whisper_dirs, monkeypatch, tmp_path):
-    """Long files of two detected languages in one batch, their features in a file: each language's rows decoded
-    apart, the frames each row has passed handed back, every transcript (with timestamps) ``big.generate``'s."""
+    """Long files of two detected languages in one batch, their features in a file: decoded as one batch, each
+    language's rows proposed for by its draft, the frames each row has passed handed back, every transcript (with
+    timestamps) ``big.generate``'s."""
     from transformers import WhisperForConditionalGeneration, WhisperProcessor
 
     from seq2spec.whisper import feature_file
@@ -214,11 +224,11 @@ def test_long_files_whose_language_is_detected_are_decoded_by_its_draft(toy_whis
     released: list[list[int]] = []
     original = feature_file.FeatureFile.release_before
 
-    def release(self, seeks, rows=None):
-        released.append(list(rows or range(len(seeks))))
-        original(self, seeks, rows)
+    def release(self, seeks):
+        released.append(len(seeks))
+        original(self, seeks)
 
     monkeypatch.setattr(feature_file, "FILE_BYTES", 0)
     monkeypatch.setattr(feature_file.FeatureFile, "release_before", release)
     assert speculator.transcribe(paths, return_timestamps=True) == expected
-    assert french_calls and {tuple(rows) for rows in released} == {(0, 2), (1, 3)}  # by length: fr, de, fr, de
+    assert french_calls and set(released) == {4}  # one batch of the four files

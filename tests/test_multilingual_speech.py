@@ -113,6 +113,58 @@ def test_labels_are_base_s_greedy_output_in_each_clip_s_language_and_task(toy_wh
         assert ids[len(prompt) :] == alone + ([eos] if len(alone) < 12 else [])
 
 
+def test_reference_labels_are_each_clip_s_text_with_base_s_next_tokens_along_it(toy_whisper_dirs, tmp_path):
+    from synthetic_audio import tone
+    from transformers import WhisperForConditionalGeneration, WhisperProcessor
+
+    big_dir, _ = toy_whisper_dirs
+    big = WhisperForConditionalGeneration.from_pretrained(big_dir).eval()
+    processor = WhisperProcessor.from_pretrained(big_dir)
+    tokenizer = processor.tokenizer
+    kinds = [("fr", "transcribe", False), ("de", "translate", False), ("fr", "transcribe", True)]
+    records = []
+    for index, (language, task, _) in enumerate(kinds):
+        path = tmp_path / f"{index}.wav"
+        soundfile.write(path, tone(1.0 + index, 16_000, 1, index).astype(np.float32), 16_000)
+        records.append({"path": str(path), "language": language, "task": task, "text": "Le chat dort ici."})
+    flags = [timestamps for _, _, timestamps in kinds]
+    chunk = distill.encode_chunk(big, processor, records, flags, top_k=4, max_new_tokens=40, labels="reference")
+    greedy = distill.encode_chunk(big, processor, records, flags, top_k=4, max_new_tokens=40)
+    prompt = distill.prompt_ids(tokenizer, False, "fr", "transcribe")
+    ids = chunk["ids"][0, : int(chunk["lengths"][0])].tolist()
+    text = tokenizer(" Le chat dort ici.", add_special_tokens=False).input_ids
+    assert ids == prompt + text + [tokenizer.eos_token_id]
+    assert ids != greedy["ids"][0, : int(greedy["lengths"][0])].tolist()  # not what base decodes
+    logits = big(encoder_outputs=(chunk["encoded"][:1].float(),), decoder_input_ids=torch.tensor([ids])).logits
+    assert chunk["top_ids"][0, : len(ids), 0].tolist() == logits[0].argmax(-1).tolist()  # base's next tokens
+    for row in (1, 2):  # a translation and a clip with timestamps have no text to follow: base's greedy labels
+        length = int(greedy["lengths"][row])
+        assert chunk["ids"][row, :length].tolist() == greedy["ids"][row, :length].tolist()
+    japanese = {"text": "ふぁいるをひらきます", "written": "ファイルを開きます。", "language": "ja"}
+    assert distill.reference_label(tokenizer, japanese, 200) == [
+        *tokenizer("ファイルを開きます。", add_special_tokens=False).input_ids,  # no space before Japanese
+        tokenizer.eos_token_id,
+    ]
+    assert distill.reference_label(tokenizer, {"text": "Le chat dort ici."}, 2) == text[:2]  # cut: no EOS
+
+
+def test_clips_read_from_kana_or_pinyin_keep_the_written_text(tmp_path, monkeypatch):
+    monkeypatch.setattr(speech, "split_sentences", lambda code, percent: (["文件已打开。"], ["文件已关闭。"]))
+    monkeypatch.setattr(distill, "split_sentences", lambda percent: (["The cat sleeps."], ["The dog sleeps."]))
+    spoken = []
+    monkeypatch.setattr(distill, "speak", lambda text, voice, stretch, seed=0: spoken.append(text) or np.zeros(160))
+    args = type("Args", (), {"held_out_percent": 8, "languages": ["zh"], "seed": 0, "work_dir": tmp_path,
+                             "short_clips": 1, "long_clips": 1, "heldout_clips": 1, "heldout_long_clips": 0,
+                             "translate_share": 0.0})()  # fmt: skip
+    records = {(r["split"], r["language"]): r for r in speech.make_manifest(args)}
+    short = records[("train", "zh")]
+    assert short["written"].startswith("文件已打开。") and short["text"].startswith("wen2 jian4 yi3 da3 kai1.")
+    assert records[("heldout", "zh")]["text"].startswith("wen2 jian4 yi3 guan1 bi4.")
+    assert records[("train_long", "zh")]["text"].startswith("wen2 jian4")  # long clips are read too
+    assert "written" not in records[("train", "en")]
+    assert not any("文" in text for text in spoken)  # espeak-ng is never given hanzi
+
+
 def test_a_manifest_lists_each_clip_s_language_and_task(tmp_path, monkeypatch):
     monkeypatch.setattr(speech, "split_sentences", lambda code, percent: (["Le chat dort ici."], ["Le chien dort."]))
     monkeypatch.setattr(distill, "split_sentences", lambda percent: (["The cat sleeps."], ["The dog sleeps."]))

@@ -141,9 +141,17 @@ class Rounds:
         self.lengths = [length + count for length, count in zip(self.lengths, counts_host, strict=True)]
         return RoundResult(proposal, accepted_host, counts_host, finished_host, bonus)
 
-    def process_draft(self, so_far: torch.Tensor, scores: torch.Tensor) -> torch.Tensor:
-        """The proposer's ``process``: the draft's scores after the live rows' tokens plus ``so_far``, processed."""
-        return self.draft_processor.step(self.live_index, so_far.to(self.device), scores.to(self.device), self.lengths)
+    def process_draft(
+        self, so_far: torch.Tensor, scores: torch.Tensor, rows: torch.Tensor | None = None
+    ) -> torch.Tensor:
+        """The proposer's ``process``: the draft's scores after the live rows' tokens plus ``so_far``, processed;
+        with ``rows`` (positions among the live rows) the scores and tokens are those rows' only."""
+        so_far, scores = so_far.to(self.device), scores.to(self.device)
+        if rows is None:
+            return self.draft_processor.step(self.live_index, so_far, scores, self.lengths)
+        index = self.live_index.index_select(0, rows.to(self.device))
+        lengths = [self.lengths[row] for row in rows.tolist()]
+        return self.draft_processor.step(index, so_far, scores, lengths, capture=False)
 
     def emitted(
         self, candidates: torch.Tensor, accepted: torch.Tensor, bonus: torch.Tensor

@@ -15,8 +15,10 @@ from typing import Protocol, runtime_checkable
 import torch
 
 # process(candidates_so_far [rows, j], scores [rows, vocab]) -> the scores after generate's logits processors for
-# the position that follows each live row's tokens plus ``candidates_so_far``
-ScoreProcessor = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
+# the position that follows each live row's tokens plus ``candidates_so_far``. The loop's process also takes a third
+# argument, ``rows`` (positions among the live rows, a long tensor), for a proposer of some rows only
+# (``RowGroupProposer``); its inputs then hold those rows.
+ScoreProcessor = Callable[..., torch.Tensor]
 
 
 @dataclass(frozen=True)

@@ -107,11 +107,14 @@ class PrefixProcessor:
         candidates: torch.Tensor,
         scores: torch.Tensor,
         lengths: Sequence[int] | None = None,
+        *,
+        capture: bool = True,
     ) -> torch.Tensor:
-        """``scores`` (``[rows, vocab]``) follow row tokens + all of ``candidates``."""
+        """``scores`` (``[rows, vocab]``) follow row tokens + all of ``candidates``. ``capture=False``: eager
+        processing whatever ``capture_steps`` says (a subset of the live rows, whose shapes the graph does not hold)."""
         if not self:
             return scores
-        if self.capture_steps:
+        if self.capture_steps and capture:
             return self._captured_step(rows, candidates, scores, lengths)
         return self._eager_step(rows, candidates, scores, lengths)
 

@@ -74,10 +74,10 @@ class FeatureFile:
             if last > first:
                 madvise(first, last - first, _MADV_DONTNEED)
 
-    def release_before(self, seeks: Sequence[int], rows: Sequence[int] | None = None) -> None:
+    def release_before(self, seeks: Sequence[int]) -> None:
         """``release`` each row's frames before its ``seeks`` entry (Whisper's long form: where its next window
-        starts; no later window reads before it); ``rows``: the row of each entry, where not all rows in order."""
-        for row, seek in zip(range(self.shape[0]) if rows is None else rows, seeks, strict=False):
+        starts; no later window reads before it)."""
+        for row, seek in enumerate(seeks[: self.shape[0]]):
             self.release(row, seek)
 
     def close(self) -> None:

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 
@@ -62,22 +60,3 @@ def detects_language(model: Any) -> bool:
         and getattr(config, "language", None) is None
         and forced.get(1) is None
     )
-
-
-@dataclass(frozen=True)
-class LanguageRouter:
-    """Sends the rows of a batch given no language to the draft of the language Whisper detects in each: ``detect``
-    gives each row's code from the batch's features, ``proposer`` the object (a speculator) that proposes for a
-    code. The rows of one proposer are decoded together, given their detected codes, which is what ``generate``
-    would have put in their prompts."""
-
-    detect: Callable[[Any], list[str]]
-    proposer: Callable[[str], Any]
-
-    def groups(self, features: Any) -> list[tuple[list[int], list[str]]]:
-        """``(row indices, their codes)`` per proposer, in order of first appearance."""
-        codes = self.detect(features)
-        rows: dict[int, list[int]] = {}
-        for row, code in enumerate(codes):
-            rows.setdefault(id(self.proposer(code)), []).append(row)
-        return [(indices, [codes[i] for i in indices]) for indices in rows.values()]

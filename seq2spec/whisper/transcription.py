@@ -6,7 +6,7 @@ speculator so that both decodings see the same batches and features.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
@@ -15,7 +15,6 @@ import torch
 from seq2spec.whisper.audio import SAMPLING_RATE, AudioError, AudioFile, to_mono_16k
 from seq2spec.whisper.audio_types import AudioReadError
 from seq2spec.whisper.feature_file import FeatureFile
-from seq2spec.whisper.languages import LanguageRouter
 from seq2spec.whisper.log_mel import BlockLogMel, computes_like
 from seq2spec.whisper.request import TranscriptionRequest, WhisperDecoding, languages_per_clip
 from seq2spec.whisper.speech import Clip, transcribe_in_pieces, transcribe_speech_only
@@ -76,7 +75,6 @@ def transcribe_clips(
     *,
     multilingual: bool,
     progress: bool | Callable[[float], None] = False,
-    route: LanguageRouter | None = None,
     **changes: Any,
 ) -> list[Any]:
     """Text per clip (16 kHz mono float32, or an ``AudioFile``), or ``{"text", "segments"}`` with
@@ -88,20 +86,19 @@ def transcribe_clips(
     window by window within long files. ``long_form="batched"``: each clip's speech is found and joined into pieces
     of at most 30 s, and the pieces of all clips are decoded as short clips (``seq2spec.whisper.speech``);
     ``"vad"``: each clip's speech is found and decoded alone, what lies between its stretches left out. A list of
-    languages: the clips of one entry are batched together. ``route``: rows given no language are decoded by the
-    generate of the language Whisper detects in them (``LanguageRouter``; a draft per language).
+    languages: the clips of one entry are batched together.
     """
     request = TranscriptionRequest.of(request, changes)
     per_clip = languages_per_clip(request.language, len(clips))
     if per_clip is not None:
-        return _by_language(clips, per_clip, processor, generate, request, multilingual, progress, route)
+        return _by_language(clips, per_clip, processor, generate, request, multilingual, progress)
     if not multilingual and (request.language not in (None, "en", "english", "<|en|>") or request.task != "transcribe"):
         raise ValueError("this Whisper model is English-only: it takes no language or task")
     report, bar = _reporter(progress, sum(len(c) for c in clips) / SAMPLING_RATE)
     try:
         if request.finds_speech:
-            return _transcribe_speech(clips, processor, generate, request, multilingual, report, route)
-        return _transcribe_batches(clips, processor, generate, request, multilingual, report, route)
+            return _transcribe_speech(clips, processor, generate, request, multilingual, report)
+        return _transcribe_batches(clips, processor, generate, request, multilingual, report)
     finally:
         if bar is not None:
             bar.close()
@@ -114,7 +111,6 @@ def _transcribe_speech(
     request: TranscriptionRequest,
     multilingual: bool,
     report: Callable[[float], None],
-    route: LanguageRouter | None = None,
 ) -> list[Any]:
     """``transcribe_clips`` of the speech found in each clip: its pieces decoded together (``batched``) or its
     stretches one after another (``vad``); results clipped to each clip's duration."""
@@ -123,15 +119,13 @@ def _transcribe_speech(
     if request.long_form == "batched":
 
         def decode_pieces(pieces: list[np.ndarray]) -> list[Any]:
-            return transcribe_clips(pieces, processor, generate, plain, multilingual=multilingual, route=route)
+            return transcribe_clips(pieces, processor, generate, plain, multilingual=multilingual)
 
         joined = transcribe_in_pieces(clips, decode_pieces, keys or None, request.batch_size, report)
     else:
 
         def decode_speech(speech: list[np.ndarray]) -> list[Any]:
-            return transcribe_clips(
-                speech, processor, generate, plain, multilingual=multilingual, progress=report, route=route
-            )
+            return transcribe_clips(speech, processor, generate, plain, multilingual=multilingual, progress=report)
 
         joined = transcribe_speech_only(clips, decode_speech, keys or None, report)
     return [clipped_to(result, len(clip) / SAMPLING_RATE) for result, clip in zip(joined, clips, strict=True)]
@@ -144,7 +138,6 @@ def _transcribe_batches(
     request: TranscriptionRequest,
     multilingual: bool,
     report: Callable[[float], None],
-    route: LanguageRouter | None = None,
 ) -> list[Any]:
     """``transcribe_clips`` of clips sorted by length into batches of ``request.batch_size``, each decoded by one
     ``generate`` (long-form where a clip is over 30 s)."""
@@ -156,7 +149,7 @@ def _transcribe_batches(
     for start in range(0, len(order), request.batch_size):
         chunk = order[start : start + request.batch_size]
         batch = [clips[i] for i in chunk]
-        rows, lengths = _generate_batch(batch, processor, generate, request, options, report, route)
+        rows, lengths = _generate_batch(batch, processor, generate, request, options, report)
         for index, (ids, aligned), length in zip(chunk, rows, lengths, strict=True):
             result = decode(processor.tokenizer, ids, request.return_timestamps)
             if aligned is not None:
@@ -174,44 +167,28 @@ def _generate_batch(
     request: TranscriptionRequest,
     options: dict[str, Any],
     report: Callable[[float], None],
-    route: LanguageRouter | None = None,
 ) -> tuple[list[tuple[list[int], list[float] | None]], list[int]]:
     """``(per clip its token ids and, with word timestamps, their aligned times; the clips' lengths in samples)``
-    from ``generate`` on one batch of clips; ``report`` follows the windows of long clips as they are decoded. With
-    ``route`` and no language given, the rows of each detected language's draft are decoded together (features
-    taken by row: long files' features are then copied out of their file)."""
+    from ``generate`` on one batch of clips; ``report`` follows the windows of long clips as they are decoded."""
     features, lengths = batch_features(batch, processor.feature_extractor, request.word_timestamps)
     long_form = max(lengths) > WINDOW_SAMPLES
     store = features.pop("file", None)  # long files' features, mapped from a file
-    inputs = features["input_features"]
-    mask = features.get("attention_mask") if long_form or request.word_timestamps else None
-    arguments = dict(
-        options, max_new_tokens=request.max_new_tokens, return_timestamps=request.return_timestamps or long_form
-    )
-    if request.word_timestamps:
-        arguments["return_token_timestamps"] = True
-    groups: Sequence[tuple[list[int], list[str] | None]] = [(list(range(len(batch))), None)]
-    rows: list[Any] = [None] * len(batch)
+    tracker = _WindowProgress(report, store)
     try:
-        if route is not None and options.get("language") is None:
-            groups = route.groups(inputs)
-        for indices, languages in groups:
-            tracker = _WindowProgress(report, store, indices)
-            taken = inputs if len(groups) == 1 else inputs[indices]
-            taken_mask = mask if mask is None or len(groups) == 1 else mask[indices]
-            output = generate(
-                taken,
-                taken_mask,
-                **(arguments if languages is None else dict(arguments, language=languages)),
-                **({"monitor_progress": tracker} if long_form else {}),
-            )
-            tracker.finish(sum(lengths[i] for i in indices) / SAMPLING_RATE)
-            for row, index in enumerate(indices):
-                rows[index] = _row_of(output, row, request.word_timestamps)
+        output = generate(
+            features["input_features"],
+            features.get("attention_mask") if long_form or request.word_timestamps else None,
+            max_new_tokens=request.max_new_tokens,
+            return_timestamps=request.return_timestamps or long_form,
+            **({"return_token_timestamps": True} if request.word_timestamps else {}),
+            **({"monitor_progress": tracker} if long_form else {}),
+            **options,
+        )
     finally:
         if store is not None:
             store.close()
-    return rows, lengths
+    tracker.finish(sum(lengths) / SAMPLING_RATE)
+    return [_row_of(output, row, request.word_timestamps) for row in range(len(batch))], lengths
 
 
 def _row_of(output: Any, row: int, word_timestamps: bool) -> tuple[list[int], list[float] | None]:
@@ -231,7 +208,6 @@ def _by_language(
     request: TranscriptionRequest,
     multilingual: bool,
     progress: bool | Callable[[float], None],
-    route: LanguageRouter | None = None,
 ) -> list[Any]:
     """``transcribe_clips`` of the clips of each language apart, the results in input order."""
     report, bar = _reporter(progress, sum(len(c) for c in clips) / SAMPLING_RATE)
@@ -246,7 +222,6 @@ def _by_language(
             request.updated(language=language),
             multilingual=multilingual,
             progress=report,
-            route=route,
         )
         for index, result in zip(indices, decoded, strict=True):
             results[index] = result
@@ -355,17 +330,14 @@ class _WindowProgress:
     seconds newly decoded; with a ``store`` of the features, hands back the memory of the frames each row has
     passed."""
 
-    def __init__(
-        self, report: Callable[[float], None], store: FeatureFile | None = None, rows: list[int] | None = None
-    ) -> None:
+    def __init__(self, report: Callable[[float], None], store: FeatureFile | None = None) -> None:
         self.report = report
         self.reported = 0.0
         self.store = store
-        self.rows = rows  # the store's row of each row decoded (all, in order, by default)
 
     def __call__(self, seek_and_total: torch.Tensor) -> None:
         if self.store is not None:
-            self.store.release_before(seek_and_total[:, 0].tolist(), self.rows)
+            self.store.release_before(seek_and_total[:, 0].tolist())
         seconds = float(torch.minimum(seek_and_total[:, 0], seek_and_total[:, 1]).sum()) / FRAMES_PER_SECOND
         if seconds > self.reported:
             self.report(seconds - self.reported)

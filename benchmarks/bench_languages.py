@@ -252,7 +252,8 @@ def main() -> int:
     for entry in args.routed:
         name, _, folder = entry.partition("=")
         draft = load_whisper_draft(big, None if first_folder in ("", "default") else first_folder)
-        others = {code: folder for code in args.languages if code != "en"}
+        known = big.generation_config.lang_to_id  # every language base transcribes, as the shipped default routes
+        others = {token.strip("<|>"): folder for token in known if token != "<|en|>"}
         speculators[name] = Seq2SeqSpeculator(big, draft, processor, language_drafts=others)
     warm_up(speculators, {code: audio_sets(code, args, audio_dir)[1][0] for code in args.languages}, args.detect)
     rows = []

@@ -376,8 +376,6 @@ def encode_chunk(
     """Encoder outputs, labels and base's top-``top_k`` next tokens along them for ``records``. ``labels``: base's
     own greedy transcripts ("greedy"), or ("reference") each clip's text, for the clips to be transcribed without
     timestamps (the others keep greedy labels): base's next tokens teacher-forced on the text, no decoding."""
-    from transformers.modeling_outputs import BaseModelOutput
-
     with ThreadPoolExecutor(max_workers=READ_THREADS) as pool:  # decoding (Ogg/Opus, FLAC) releases the GIL
         audio = list(pool.map(lambda r: read_clip(Path(r["path"])), records))
     device = str(big.device)  # the log-mel features on the GPU too when base is there
@@ -397,28 +395,49 @@ def encode_chunk(
             prompt = prompt_ids(tokenizer, False, kinds[row][1], "transcribe")
             sequences.append((row, prompt + reference_label(tokenizer, records[row], max_new_tokens)))
     for kind in sorted({k for i, k in enumerate(kinds) if i not in referenced}):
-        flag, language, task = kind
         rows = [i for i, k in enumerate(kinds) if k == kind and i not in referenced]
-        output = big.generate(
-            encoder_outputs=BaseModelOutput(last_hidden_state=encoded[rows]),
-            language=language,
-            task=task,
-            return_timestamps=flag,
-            max_new_tokens=max_new_tokens,
-            # one 30-s window, as long-form decoding sees it (and no seek loop, which needs input features)
-            force_unique_generate_call=flag,
-        )
-        eos = big.generation_config.eos_token_id
-        prompt = prompt_ids(tokenizer, flag, language, task)
-        for row, tokens in zip(rows, output.tolist(), strict=True):
-            if tokens[: len(prompt)] == prompt:  # the single-call output starts with the decoder prompt
-                tokens = tokens[len(prompt) :]
-            # generate pads with EOS and drops the final EOS of its longest rows: end every label with one EOS,
-            # but for a row cut at max_new_tokens (a label base did not end there)
-            tokens = [t for t in tokens if t not in (eos, big.generation_config.pad_token_id)]
-            tokens += [eos] if len(tokens) < max_new_tokens else []
-            sequences.append((row, prompt + tokens))
+        sequences += zip(rows, greedy_labels(big, tokenizer, encoded[rows], *kind, max_new_tokens), strict=True)
     sequences = [tokens for _, tokens in sorted(sequences)]
+    return {
+        "encoded": encoded.to(torch.float16).cpu(),
+        **teacher_forced(big, tokenizer, encoded, sequences, kinds, top_k),
+        "languages": [f"{language}:{task}" for _, language, task in kinds],
+    }
+
+
+@torch.inference_mode()
+def greedy_labels(
+    big, tokenizer, encoded: torch.Tensor, timestamps: bool, language: str, task: str, max_new_tokens: int
+) -> list[list[int]]:
+    """Base's greedy transcripts of clips of one kind from their encoder outputs, each after its decoder prompt and
+    ended by one EOS (but for a row cut at ``max_new_tokens``, a label base did not end there)."""
+    from transformers.modeling_outputs import BaseModelOutput
+
+    output = big.generate(
+        encoder_outputs=BaseModelOutput(last_hidden_state=encoded),
+        language=language,
+        task=task,
+        return_timestamps=timestamps,
+        max_new_tokens=max_new_tokens,
+        # one 30-s window, as long-form decoding sees it (and no seek loop, which needs input features)
+        force_unique_generate_call=timestamps,
+    )
+    eos, pad = big.generation_config.eos_token_id, big.generation_config.pad_token_id
+    prompt = prompt_ids(tokenizer, timestamps, language, task)
+    labels = []
+    for tokens in output.tolist():
+        if tokens[: len(prompt)] == prompt:  # the single-call output starts with the decoder prompt
+            tokens = tokens[len(prompt) :]
+        # generate pads with EOS and drops the final EOS of its longest rows
+        tokens = [t for t in tokens if t not in (eos, pad)]
+        labels.append(prompt + tokens + ([eos] if len(tokens) < max_new_tokens else []))
+    return labels
+
+
+@torch.inference_mode()
+def teacher_forced(big, tokenizer, encoded: torch.Tensor, sequences: list[list[int]], kinds: list, top_k: int) -> dict:
+    """A chunk's labels (``sequences``, each a decoder prompt of its ``kinds`` entry and a transcript) and base's
+    top-``top_k`` next tokens along them, teacher-forced on the clips' encoder outputs."""
     width = max(len(s) for s in sequences)
     ids = torch.full((len(sequences), width), big.generation_config.eos_token_id, dtype=torch.long)
     lengths = torch.tensor([len(s) for s in sequences])
@@ -427,20 +446,18 @@ def encode_chunk(
     top_values, top_indices = [], []
     for start in range(0, len(ids), TOP_K_ROWS):  # [rows, tokens, 51,865] logits, a few rows at a time
         rows = slice(start, start + TOP_K_ROWS)
-        logits = big(encoder_outputs=(encoded[rows],), decoder_input_ids=ids[rows].to(big.device)).logits.float()
+        states = encoded[rows].to(big.device, big.dtype)
+        logits = big(encoder_outputs=(states,), decoder_input_ids=ids[rows].to(big.device)).logits.float()
         top = logits.log_softmax(-1).topk(top_k, dim=-1)
         top_values.append(top.values.to(torch.float16).cpu())
         top_indices.append(top.indices.to(torch.int32).cpu())
-    prompt_lengths = torch.tensor([len(prompt_ids(tokenizer, *kind)) for kind in kinds])
     return {
-        "encoded": encoded.to(torch.float16).cpu(),
         "ids": ids,
         "lengths": lengths,
-        "prompt_lengths": prompt_lengths,
+        "prompt_lengths": torch.tensor([len(prompt_ids(tokenizer, *kind)) for kind in kinds]),
         "top_logprobs": torch.cat(top_values),
         "top_ids": torch.cat(top_indices),
         "texts": [tokenizer.decode(s, skip_special_tokens=True).strip() for s in sequences],
-        "languages": [f"{language}:{task}" for _, language, task in kinds],
     }
 
 
@@ -495,6 +512,49 @@ def stage_encode(args) -> None:
             )
             torch.save(chunk, path.with_suffix(".tmp"))
             path.with_suffix(".tmp").replace(path)
+
+
+def stage_relabel(args) -> None:
+    """Base's greedy labels for training clips encoded with ``--labels reference``, decoded from their stored encoder
+    outputs with no second encoder pass: ``--label-batch`` clips of one kind (timestamps drawn as the encode stage
+    draws them, language, task) at a time, in the order of their texts' lengths so a batch's rows end together.
+    A chunk is rewritten as soon as all its clips are labelled (``"labels": "greedy"`` in it: a rerun skips it)."""
+    big, processor = load_base(args)
+    tokenizer = processor.tokenizer
+    for split in TRAIN_SPLITS:
+        paths = sorted((args.work_dir / "encoded" / split).glob("*.pt"))
+        if not paths:
+            continue
+        chunks = [torch.load(path) for path in paths]
+        flags = iter(timestamp_flags(args, split, sum(len(c["ids"]) for c in chunks)))
+        pending = {}  # (chunk, row) -> (kind, the reference label's length)
+        for index, chunk in enumerate(chunks):
+            for row, language in enumerate(chunk["languages"]):
+                flag = next(flags)
+                if chunk.get("labels") != "greedy":
+                    kind = (flag, *language.split(":"))
+                    pending[index, row] = (kind, int(chunk["lengths"][row] - chunk["prompt_lengths"][row]))
+        labels = {}
+        left = Counter(index for index, _ in pending)
+        cap = args.max_new_tokens if split == "train_long" else args.short_max_new_tokens
+        batches = []
+        for kind in sorted({kind for kind, _ in pending.values()}):
+            keys = sorted((key for key, (k, _) in pending.items() if k == kind), key=lambda key: pending[key][1])
+            batches += [(kind, keys[i : i + args.label_batch]) for i in range(0, len(keys), args.label_batch)]
+        for kind, keys in tqdm(batches, desc=f"labelling {split}"):
+            encoded = torch.stack([chunks[index]["encoded"][row] for index, row in keys]).to(big.device, big.dtype)
+            labels.update(zip(keys, greedy_labels(big, tokenizer, encoded, *kind, cap), strict=True))
+            for index in {index for index, _ in keys}:
+                left[index] -= sum(1 for i, _ in keys if i == index)
+                if left[index] == 0:
+                    chunk = chunks[index]
+                    rows = range(len(chunk["ids"]))
+                    kinds = [pending[index, row][0] for row in rows]
+                    sequences = [labels.pop((index, row)) for row in rows]
+                    chunk.update(teacher_forced(big, tokenizer, chunk["encoded"], sequences, kinds, args.top_k))
+                    chunk["labels"] = "greedy"
+                    torch.save(chunk, paths[index].with_suffix(".tmp"))
+                    paths[index].with_suffix(".tmp").replace(paths[index])
 
 
 # ----------------------------------------------------------------------------- train
@@ -1038,7 +1098,12 @@ def stage_export(args) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--stage", choices=["data", "encode", "train", "eval", "export", "all"], default="all")
+    parser.add_argument(
+        "--stage",
+        choices=["data", "encode", "relabel", "train", "eval", "export", "all"],
+        default="all",
+        help="relabel (not part of all): base's greedy labels for clips encoded with --labels reference",
+    )
     parser.add_argument(
         "--work-dir", type=Path, default=Path("runs/whisper_draft"), help="audio, encodings, checkpoints"
     )
@@ -1068,6 +1133,9 @@ def main() -> None:
         default="greedy",
         help="training labels: base's greedy transcripts, or each clip's text (base's next tokens along it, no "
         "decoding: several times cheaper; clips with timestamps or to translate keep greedy labels)",
+    )
+    parser.add_argument(
+        "--label-batch", type=int, default=64, help="--stage relabel: clips of one kind decoded together"
     )
     parser.add_argument(
         "--more-train",

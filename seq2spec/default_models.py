@@ -235,7 +235,7 @@ def shipped_whisper(
 ) -> ShippedPair:
     """The Whisper pair ``seq2spec transcribe`` and ``seq2spec serve`` run by default: the embedded Whisper base, the
     shipped distilled draft (``with_draft`` and where it is installed; else None) with the options it was tuned with,
-    base's processor, and the shipped multilingual draft for the languages it was trained in besides English
+    base's processor, and the shipped multilingual draft for every language but English
     (``whisper_base_language_drafts``). ``dtype="int8"``: the int8 mode on a CPU, base quantised."""
     from seq2spec.int8 import float_dtype, is_int8_dtype, quantize_int8_pair
     from seq2spec.options import recommended_options
@@ -252,14 +252,18 @@ def shipped_whisper(
 
 def whisper_base_language_drafts(big: PreTrainedModel, *, load: bool = False) -> dict[str, PreTrainedModel | str]:
     """Language code -> the shipped multilingual draft for Whisper base (assets/whisper_base_multilingual_draft), for
-    each language it was trained in besides English; empty where it is not installed. Pass as
-    ``Seq2SeqSpeculator(base, draft, processor, language_drafts=...)``: clips given or detected in those languages
-    are proposed for by it, English and the rest by the English draft. The draft is its folder, which the speculator
-    loads when a clip first needs it; ``load``: the draft loaded now, once, attached to ``big`` (which must not be
-    quantised yet)."""
+    every language ``big`` transcribes but English; empty where it is not installed. Pass as
+    ``Seq2SeqSpeculator(base, draft, processor, language_drafts=...)``: English clips are proposed for by the English
+    draft, clips given or detected in any other language by the multilingual one, which agrees best in the 14 it
+    trained in (``draft_languages``) and, where base detects another (robotic or accented speech is often detected
+    as a neighbour or as Latin), at least as well as the English draft. The draft is its folder, which the
+    speculator loads when a clip first needs it; ``load``: the draft loaded now, once, attached to ``big`` (which
+    must not be quantised yet)."""
     from seq2spec.whisper.draft import WHISPER_BASE_MULTILINGUAL_DRAFT_DIR as folder
-    from seq2spec.whisper.draft import draft_languages, load_whisper_draft
+    from seq2spec.whisper.draft import load_whisper_draft
 
     if not folder.is_dir():
         return {}
-    return dict.fromkeys(draft_languages(folder), load_whisper_draft(big, folder) if load else str(folder))
+    tokens = getattr(big.generation_config, "lang_to_id", None) or {}
+    codes = [token.strip("<|>") for token in tokens if token != "<|en|>"]
+    return dict.fromkeys(codes, load_whisper_draft(big, folder) if load else str(folder))

@@ -53,10 +53,10 @@ def test_the_shipped_whisper_pair_comes_complete_from_one_function(pair, tmp_pat
     args = build_parser().parse_args(["transcribe", "a.wav", "--out", "o.jsonl"])
     speculator = load_speculator(args)
     assert speculator.draft is not None and speculator.options == Seq2SeqSpeculator(*pair).options
-    assert set(shipped.language_drafts) == set(MULTILINGUAL) and len(set(shipped.language_drafts.values())) == 1
+    assert set(MULTILINGUAL) < set(shipped.language_drafts) and len(set(shipped.language_drafts.values())) == 1
     french = speculator.for_language("fr")
     assert french.draft is not speculator.draft and speculator.for_language("en") is speculator
-    assert speculator.for_language("ja") is french and speculator.for_language("ko") is speculator
+    assert speculator.for_language("ja") is french and speculator.for_language("ko") is french
     from seq2spec.whisper.draft import draft_from_big_layers, save_whisper_draft
 
     folder = save_whisper_draft(draft_from_big_layers(pair[0], [1]), tmp_path / "mine")
@@ -77,14 +77,16 @@ def test_draft_is_shipped_small_and_described(folder):
 
 
 def test_the_multilingual_draft_proposes_for_its_languages_given_or_detected(pair):
-    """The shipped multilingual draft, for the 14 languages it trained in: clips given German are proposed for by
-    it, English clips whose language is detected by the English draft; every transcript is base's greedy one."""
+    """The shipped multilingual draft, for every language but English (the 14 it trained in and the rest): clips
+    given German are proposed for by it, English clips whose language is detected by the English draft; every
+    transcript is base's greedy one."""
     from seq2spec.default_models import whisper_base_language_drafts
     from seq2spec.whisper.transcription import transcribe_clips
 
     big, draft, processor = pair
     drafts = whisper_base_language_drafts(big)
-    assert set(drafts) == set(MULTILINGUAL) and "en" not in drafts
+    assert set(MULTILINGUAL) < set(drafts) and "en" not in drafts
+    assert {"la", "gl", "ca", "ko"} <= set(drafts) and len(drafts) == len(big.generation_config.lang_to_id) - 1
     assert set(drafts.values()) == {str(WHISPER_BASE_MULTILINGUAL_DRAFT_DIR)}  # a folder, loaded when first needed
     speculator = Seq2SeqSpeculator(big, draft, processor, language_drafts=drafts)
     assert not speculator._by_language._made  # not loaded yet

@@ -200,3 +200,50 @@ def test_kokoro_voices_are_named_by_their_language():
         "fr", "es", "it", "pt", "zh"
     ]  # fmt: skip
     assert voices.kokoro_language("af_nicole") == voices.kokoro_language("bm_lewis") == "en"
+
+
+def test_relabel_gives_reference_labelled_chunks_base_s_greedy_labels(toy_whisper_dirs, tmp_path, monkeypatch):
+    """--stage relabel: clips encoded with their text as labels get base's greedy labels, decoded from the stored
+    encoder outputs in batches of one kind across chunks (timestamps drawn as the encode stage draws them), with
+    base's next tokens along them; a chunk relabelled once is left alone by a rerun."""
+    from argparse import Namespace
+
+    from synthetic_audio import tone
+    from transformers import WhisperForConditionalGeneration, WhisperProcessor
+
+    big_dir, _ = toy_whisper_dirs
+    big = WhisperForConditionalGeneration.from_pretrained(big_dir).eval()
+    processor = WhisperProcessor.from_pretrained(big_dir)
+    tokenizer = processor.tokenizer
+    monkeypatch.setattr(distill, "load_base", lambda args: (big, processor))
+    languages = ["fr", "de", "fr", "en", "fr"]
+    records = []
+    for index, language in enumerate(languages):
+        path = tmp_path / f"{index}.wav"
+        soundfile.write(path, tone(1.0 + index / 2, 16_000, 1, index).astype(np.float32), 16_000)
+        records.append({"path": str(path), "language": language, "text": f"Le chat {index} dort ici."})
+    folder = tmp_path / "work" / "encoded" / "train"
+    folder.mkdir(parents=True)
+    for start in (0, 3):  # two chunks: a batch of one kind takes rows of both
+        chosen = records[start : start + 3]
+        chunk = distill.encode_chunk(big, processor, chosen, [False] * len(chosen), 4, 10, labels="reference")
+        torch.save(chunk, folder / f"{start:06d}.pt")
+    args = Namespace(work_dir=tmp_path / "work", seed=0, timestamp_share=0.5, long_timestamp_share=0.7, top_k=4,
+                     label_batch=2, max_new_tokens=10, short_max_new_tokens=10)  # fmt: skip
+    distill.stage_relabel(args)
+    flags = distill.timestamp_flags(args, "train", len(records))
+    assert any(flags) and not all(flags)
+    chunks = [torch.load(folder / name) for name in ("000000.pt", "000003.pt")]
+    assert all(chunk["labels"] == "greedy" for chunk in chunks)
+    rows = [(chunk, row) for chunk in chunks for row in range(len(chunk["ids"]))]
+    for (chunk, row), language, flag in zip(rows, languages, flags, strict=True):
+        ids = chunk["ids"][row, : int(chunk["lengths"][row])].tolist()
+        state = chunk["encoded"][row : row + 1].float()
+        assert [ids] == distill.greedy_labels(big, tokenizer, state, flag, language, "transcribe", 10)
+        assert int(chunk["prompt_lengths"][row]) == len(distill.prompt_ids(tokenizer, flag, language))
+        logits = big(encoder_outputs=(state,), decoder_input_ids=torch.tensor([ids])).logits
+        assert chunk["top_ids"][row, : len(ids), 0].tolist() == logits[0].argmax(-1).tolist()
+    assert any(chunk["texts"][0] != "Le chat 0 dort ici." for chunk in chunks[:1])
+    stamp = (folder / "000000.pt").stat().st_mtime_ns
+    distill.stage_relabel(args)
+    assert (folder / "000000.pt").stat().st_mtime_ns == stamp  # nothing left to relabel

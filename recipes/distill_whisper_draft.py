@@ -544,8 +544,8 @@ def stage_relabel(args) -> None:
         for kind, keys in tqdm(batches, desc=f"labelling {split}"):
             encoded = torch.stack([chunks[index]["encoded"][row] for index, row in keys]).to(big.device, big.dtype)
             labels.update(zip(keys, greedy_labels(big, tokenizer, encoded, *kind, cap), strict=True))
+            left.subtract(index for index, _ in keys)
             for index in {index for index, _ in keys}:
-                left[index] -= sum(1 for i, _ in keys if i == index)
                 if left[index] == 0:
                     chunk = chunks[index]
                     rows = range(len(chunk["ids"]))

@@ -239,6 +239,7 @@ def main() -> int:
     from seq2spec import Seq2SeqSpeculator
     from seq2spec.default_models import load_whisper_base
     from seq2spec.whisper.draft import load_whisper_draft
+    from seq2spec.whisper.languages import languages_besides_english
 
     big, processor = load_whisper_base()
     speculators = {}
@@ -252,8 +253,7 @@ def main() -> int:
     for entry in args.routed:
         name, _, folder = entry.partition("=")
         draft = load_whisper_draft(big, None if first_folder in ("", "default") else first_folder)
-        known = big.generation_config.lang_to_id  # every language base transcribes, as the shipped default routes
-        others = {token.strip("<|>"): folder for token in known if token != "<|en|>"}
+        others = dict.fromkeys(languages_besides_english(big), folder)  # as the shipped default routes
         speculators[name] = Seq2SeqSpeculator(big, draft, processor, language_drafts=others)
     warm_up(speculators, {code: audio_sets(code, args, audio_dir)[1][0] for code in args.languages}, args.detect)
     rows = []

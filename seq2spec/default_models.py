@@ -261,9 +261,8 @@ def whisper_base_language_drafts(big: PreTrainedModel, *, load: bool = False) ->
     must not be quantised yet)."""
     from seq2spec.whisper.draft import WHISPER_BASE_MULTILINGUAL_DRAFT_DIR as folder
     from seq2spec.whisper.draft import load_whisper_draft
+    from seq2spec.whisper.languages import languages_besides_english
 
     if not folder.is_dir():
         return {}
-    tokens = getattr(big.generation_config, "lang_to_id", None) or {}
-    codes = [token.strip("<|>") for token in tokens if token != "<|en|>"]
-    return dict.fromkeys(codes, load_whisper_draft(big, folder) if load else str(folder))
+    return dict.fromkeys(languages_besides_english(big), load_whisper_draft(big, folder) if load else str(folder))

@@ -15,6 +15,12 @@ def whisper_language(code: str, where: str) -> str:
     raise ValueError(f"{where}: {code!r} is not a language Whisper knows (codes such as en, fr, zh; or names)")
 
 
+def languages_besides_english(model: Any) -> list[str]:
+    """The codes of every language ``model`` (a multilingual Whisper) has a language token for, English left out."""
+    tokens = getattr(model.generation_config, "lang_to_id", None) or {}
+    return [token.strip("<|>") for token in tokens if token != "<|en|>"]
+
+
 def language_name(code: str) -> str:
     """Whisper's lower-case English name for a language code (``fr`` -> ``french``), as OpenAI's API reports it."""
     from transformers.models.whisper.tokenization_whisper import LANGUAGES

@@ -29,23 +29,81 @@ def clips() -> list[np.ndarray]:
     return [tone(1.0 + i % 3, 16_000, 1, i).astype(np.float32) for i in range(len(LANGUAGES))]
 
 
-def test_each_clip_is_decoded_in_its_own_language(speculator):
-    """Every batch holds the clips of one entry of the list and gets that entry as generate's ``language``: a fake
-    generate answers each row with a token naming the language it was given, so the texts show where each clip
-    went."""
-    marks = {"fr": 70, "de": 71, "en": 72, None: 73}
-    calls: list[tuple[int, object]] = []
+MARKS = {"fr": 70, "de": 71, "en": 72, None: 73}
+
+
+def marking_generate(calls: list[tuple[int, object]]):
+    """A fake generate that answers each row with a token naming the language its row was given (a list: one per
+    row), so the texts show where each clip went; ``calls`` gets each call's rows and language."""
 
     def generate(features, attention_mask, **options):
-        calls.append((len(features), options.get("language")))
-        return torch.full((len(features), 1), marks[options.get("language")])
+        language = options.get("language")
+        calls.append((len(features), language))
+        per_row = language if isinstance(language, list) else [language] * len(features)
+        return torch.tensor([[MARKS[code]] for code in per_row])
 
+    return generate
+
+
+def test_clips_given_codes_are_one_batch_each_row_with_its_own(speculator):
+    """The clips given a code are batched together, generate given one language per row; the clips to detect are
+    a batch of their own (Whisper's generate takes no None in its list)."""
+    calls: list[tuple[int, object]] = []
     audio = clips()
-    texts = transcribe_clips(audio, speculator.processor, generate, multilingual=True, language=LANGUAGES)
+    texts = transcribe_clips(audio, speculator.processor, marking_generate(calls), multilingual=True,
+                             language=LANGUAGES)  # fmt: skip
     decode = speculator.processor.tokenizer.decode
-    assert texts == [decode([marks[code]]).strip() for code in LANGUAGES]
+    assert texts == [decode([MARKS[code]]).strip() for code in LANGUAGES]
     assert len(set(texts)) == 4
-    assert sorted(calls, key=str) == sorted([(2, "fr"), (2, None), (1, "de"), (1, "en")], key=str)
+    assert calls == [(4, ["fr", "fr", "de", "en"]), (2, None)]  # rows in order of length: 1, 1, 3, 3 s
+    calls.clear()
+    transcribe_clips(audio, speculator.processor, marking_generate(calls), multilingual=True, batch_size=3,
+                     language=["de", "fr", "de", "fr", "en", "fr"])  # fmt: skip
+    assert calls == [(3, ["de", "fr", "fr"]), (3, ["en", "de", "fr"])]  # the list follows each batch's rows
+
+
+def test_with_batched_long_form_the_clips_of_each_code_go_apart(speculator, monkeypatch):
+    """Speech pieces of many clips are decoded together: those of one entry at a time (here each clip one piece)."""
+    from seq2spec.whisper import transcription
+
+    monkeypatch.setattr(transcription, "transcribe_in_pieces", lambda clips, decode, *rest: decode(clips))
+    calls: list[tuple[int, object]] = []
+    transcribe_clips(clips(), speculator.processor, marking_generate(calls), multilingual=True, language=LANGUAGES,
+                     long_form="batched")  # fmt: skip
+    assert calls == [(2, "fr"), (2, None), (1, "de"), (1, "en")]
+
+
+def test_long_files_given_different_languages_decode_as_one_batch_as_each_alone(speculator):
+    """Long form (timestamps, windows after windows) with a language per row: each file's transcript is
+    ``big.generate``'s for it alone in its language."""
+    big = speculator.big
+    audio = [tone(36.0 + 4 * i, 16_000, 1, i + 2).astype(np.float32) for i in range(4)]
+    given = ["fr", "de", "de", "fr"]
+
+    def greedy(features, attention_mask, **options):
+        return big.generate(features, attention_mask=attention_mask, **options)
+
+    alone = [
+        transcribe_clips(
+            [clip], speculator.processor, greedy, multilingual=True, language=code, return_timestamps=True
+        )[0]
+        for clip, code in zip(audio, given, strict=True)
+    ]
+    batches: list[int] = []
+    generate = speculator.generate
+
+    def counted(*arguments, **options):
+        batches.append(len(arguments[0] if arguments else options["input_features"]))
+        return generate(*arguments, **options)
+
+    speculator.generate = counted
+    try:
+        together = speculator.transcribe(audio, sampling_rate=16_000, language=given, return_timestamps=True)
+    finally:
+        del speculator.generate
+    assert together == alone
+    assert batches == [4]
+    assert len({result["text"] for result in alone}) > 1
 
 
 def test_a_language_list_gives_big_generate_s_text_for_each_clip(speculator):

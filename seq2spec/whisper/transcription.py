@@ -16,13 +16,15 @@ from seq2spec.whisper.audio import SAMPLING_RATE, AudioError, AudioFile, to_mono
 from seq2spec.whisper.audio_types import AudioReadError
 from seq2spec.whisper.feature_file import FeatureFile
 from seq2spec.whisper.log_mel import BlockLogMel, computes_like
-from seq2spec.whisper.request import TranscriptionRequest, WhisperDecoding, languages_per_clip
+from seq2spec.whisper.request import Languages, TranscriptionRequest, WhisperDecoding, languages_per_clip
 from seq2spec.whisper.speech import Clip, transcribe_in_pieces, transcribe_speech_only
 
 # generate(input_features, attention_mask or None, **whisper generate arguments) -> token ids
 GenerateFn = Callable[..., torch.Tensor]
 WINDOW_SAMPLES = 30 * SAMPLING_RATE
 FRAMES_PER_SECOND = 100  # log-mel frames
+
+ENGLISH = (None, "en", "english", "<|en|>")  # what an English-only model takes as its language
 
 
 def prepare_clips(audio: Any, sampling_rate: int | None, lazy: bool = False) -> tuple[list[Clip], bool]:
@@ -86,13 +88,16 @@ def transcribe_clips(
     window by window within long files. ``long_form="batched"``: each clip's speech is found and joined into pieces
     of at most 30 s, and the pieces of all clips are decoded as short clips (``seq2spec.whisper.speech``);
     ``"vad"``: each clip's speech is found and decoded alone, what lies between its stretches left out. A list of
-    languages: the clips of one entry are batched together.
+    languages: the clips given a code are batched together, each row prompted with its own (Whisper's ``generate``
+    takes one language per row), and the clips to detect apart; with ``vad`` or ``batched``, the clips of one entry
+    together.
     """
     request = TranscriptionRequest.of(request, changes)
     per_clip = languages_per_clip(request.language, len(clips))
-    if per_clip is not None:
+    if per_clip is not None and (request.finds_speech or None in per_clip):
         return _by_language(clips, per_clip, processor, generate, request, multilingual, progress)
-    if not multilingual and (request.language not in (None, "en", "english", "<|en|>") or request.task != "transcribe"):
+    given = per_clip if per_clip is not None else [request.language]
+    if not multilingual and (any(code not in ENGLISH for code in given) or request.task != "transcribe"):
         raise ValueError("this Whisper model is English-only: it takes no language or task")
     report, bar = _reporter(progress, sum(len(c) for c in clips) / SAMPLING_RATE)
     try:
@@ -144,11 +149,14 @@ def _transcribe_batches(
     options: dict[str, Any] = (request.decoding or WhisperDecoding()).generate_arguments(processor)
     if multilingual:
         options.update(language=request.language, task=request.task)
+    per_row = isinstance(request.language, (list, tuple))
     order = sorted(range(len(clips)), key=lambda i: len(clips[i]))
     results: list[Any] = [None] * len(clips)
     for start in range(0, len(order), request.batch_size):
         chunk = order[start : start + request.batch_size]
         batch = [clips[i] for i in chunk]
+        if multilingual and per_row:
+            options["language"] = [request.language[i] for i in chunk]
         rows, lengths = _generate_batch(batch, processor, generate, request, options, report)
         for index, (ids, aligned), length in zip(chunk, rows, lengths, strict=True):
             result = decode(processor.tokenizer, ids, request.return_timestamps)
@@ -209,14 +217,13 @@ def _by_language(
     multilingual: bool,
     progress: bool | Callable[[float], None],
 ) -> list[Any]:
-    """``transcribe_clips`` of the clips of each language apart, the results in input order."""
+    """``transcribe_clips`` of the clips given a code (each with its own; with ``vad`` or ``batched``, those of each
+    code apart) and of the clips to detect, the results in input order."""
     report, bar = _reporter(progress, sum(len(c) for c in clips) / SAMPLING_RATE)
     results: list[Any] = [None] * len(clips)
-    for language in dict.fromkeys(languages):  # in order of first appearance
-        indices = [i for i, entry in enumerate(languages) if entry == language]
-        group = [clips[i] for i in indices]
+    for indices, language in _language_groups(languages, apart=request.finds_speech):
         decoded = transcribe_clips(
-            group,
+            [clips[i] for i in indices],
             processor,
             generate,
             request.updated(language=language),
@@ -228,6 +235,23 @@ def _by_language(
     if bar is not None:
         bar.close()
     return results
+
+
+def _language_groups(languages: list[str | None], apart: bool) -> list[tuple[list[int], Languages]]:
+    """``(clip indices, the language to decode them with)``: the clips given a code in one group with the list of
+    their codes (or, ``apart``, a group per code), then the clips to detect (None)."""
+    groups: list[tuple[list[int], Languages]] = []
+    if apart:
+        for language in dict.fromkeys(languages):  # in order of first appearance
+            groups.append(([i for i, entry in enumerate(languages) if entry == language], language))
+        return groups
+    given = [i for i, entry in enumerate(languages) if entry is not None]
+    if given:
+        groups.append((given, [languages[i] for i in given]))
+    detected = [i for i, entry in enumerate(languages) if entry is None]
+    if detected:
+        groups.append((detected, None))
+    return groups
 
 
 def detect_languages(speculator: Any, audio: Any, sampling_rate: int | None) -> Any:

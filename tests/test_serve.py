@@ -16,12 +16,14 @@ import requests
 import soundfile
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
+from starlette.datastructures import FormData
+from synthetic_audio import tone
 
 from seq2spec import Seq2SeqSpeculator
 from seq2spec.serve.app import Limits, Services, build_app
 from seq2spec.serve.batching import Batcher, QueueFull
 from seq2spec.serve.languagetool import changes, lines_with_offsets, utf16_offsets
-from seq2spec.serve.transcriptions import transcriber
+from seq2spec.serve.transcriptions import TranscriptionForm, transcriber
 from seq2spec.whisper.languages import language_name
 from seq2spec.whisper.records import records_one_by_one_on_failure, render
 from seq2spec.whisper.request import TranscriptionRequest, WhisperDecoding
@@ -215,6 +217,29 @@ def test_concurrent_transcriptions_share_batches(server, whisper, tmp_path):
         texts = list(pool.map(post, paths))
     assert texts == [command_record(whisper, path)["text"].strip() for path in paths]
     assert batcher.stats.jobs - before[1] == len(paths) and batcher.stats.batches - before[0] < len(paths)
+
+
+def test_requests_in_different_languages_share_a_batch_each_in_its_own(whisper, tmp_path):
+    """A language is the file's, not the batch's: requests that differ only in it wait for no batch of their own,
+    and each file is decoded in its language, as the command records it."""
+    fields = [FormData([("model", "whisper-1"), ("language", code)]) for code in ("fr", "de", "")]
+    forms = [TranscriptionForm.of(form, "whisper-1") for form in fields]
+    assert len({form.options for form in forms}) == 1
+    assert [form.language for form in forms] == ["fr", "de", None]
+    paths = [tmp_path / f"{index}.wav" for index in range(4)]
+    for index, path in enumerate(paths):  # long tones: signals the toy model gives different texts
+        soundfile.write(path, tone(36.0 + 4 * index, 16_000, 1, index + 2), 16_000)
+    given = ["fr", "de", None, "fr"]
+    request = TranscriptionRequest(batch_size=4, decoding=WhisperDecoding())
+    records = transcriber(whisper, request)([(str(path), code) for path, code in zip(paths, given, strict=True)],
+                                            forms[0].options)  # fmt: skip
+    expected = [
+        records_one_by_one_on_failure(whisper, [path], request.updated(language=code))[0]
+        for path, code in zip(paths, given, strict=True)
+    ]
+    assert [record["text"] for record in records] == [record["text"] for record in expected]
+    assert [record.get("language") for record in records] == given
+    assert len({record["text"] for record in records}) > 1
 
 
 @pytest.mark.parametrize(

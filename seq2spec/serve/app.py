@@ -38,11 +38,12 @@ class Limits:
 
 @dataclass
 class Services:
-    """What the server decodes with: ``correct(lines) -> lines`` (None: no speller), ``transcribe(paths, options)
-    -> records`` (None: no transcriber), the name clients see for the Whisper model, and the API key (None: open)."""
+    """What the server decodes with: ``correct(lines) -> lines`` (None: no speller), ``transcribe(rows, options)
+    -> records``, a row ``(path, language code or None)`` (None: no transcriber), the name clients see for the
+    Whisper model, and the API key (None: open)."""
 
     correct: Callable[[list[str]], list[str]] | None
-    transcribe: Callable[[list[str], Hashable], list[dict[str, Any]]] | None
+    transcribe: Callable[[list[tuple[str, str | None]], Hashable], list[dict[str, Any]]] | None
     model_name: str = "whisper-base"
     api_key: str | None = None
     limits: Limits = field(default_factory=Limits)
@@ -240,7 +241,7 @@ def _transcriptions_endpoint(audio_batcher: Batcher | None, services: Services) 
                 path = Path(folder) / _safe_name(upload.filename)
                 path.write_bytes(data)
                 duration = transcription.check_audio(path, limits.max_audio_seconds)
-                work = audio_batcher.submit([str(path)], transcription.options)
+                work = audio_batcher.submit([(str(path), transcription.language)], transcription.options)
                 record = (await until_done_or_gone(request, work))[0]
         finally:
             await form.close()

@@ -25,9 +25,9 @@ GRANULARITIES = ("segment", "word")
 
 @dataclass(frozen=True)
 class DecodeOptions:
-    """What a request changes in decoding: requests with equal options share a batch."""
+    """What a request changes in decoding: requests with equal options share a batch (their languages may differ:
+    each file is decoded in its own)."""
 
-    language: str | None = None
     timestamps: bool = False
     words: bool = False
     prompt: str | None = None
@@ -42,6 +42,7 @@ class TranscriptionForm:
     response_format: str
     granularities: tuple[str, ...]
     options: DecodeOptions
+    language: str | None = None  # Whisper's code; None: detected
 
     @classmethod
     def of(cls, form: Any, model_name: str) -> TranscriptionForm:
@@ -86,8 +87,8 @@ class TranscriptionForm:
         prompt = form.get("prompt") or None
         timestamps = response_format in ("srt", "vtt", "verbose_json")
         report = response_format == "verbose_json" and language is None
-        options = DecodeOptions(language, timestamps, "word" in granularities, prompt, temperature > 0, report)
-        return cls(response_format, granularities or ("segment",), options)
+        options = DecodeOptions(timestamps, "word" in granularities, prompt, temperature > 0, report)
+        return cls(response_format, granularities or ("segment",), options, language)
 
     def check_audio(self, path: Path, max_seconds: float) -> float:
         """The upload's duration in seconds; ``RequestError`` 400 when it is not audio, 422 when it is too long."""
@@ -130,7 +131,7 @@ def transcription_response(record: dict[str, Any], request: TranscriptionForm, d
         return PlainTextResponse(render(record, request.response_format), media_type=media)
     verbose: dict[str, Any] = {
         "task": "transcribe",
-        "language": language_name(record.get("language") or request.options.language or "en"),
+        "language": language_name(record.get("language") or request.language or "en"),
         "duration": round(duration, 3),
         "text": text,
     }
@@ -148,21 +149,23 @@ def transcription_response(record: dict[str, Any], request: TranscriptionForm, d
 
 
 def transcriber(speculator, request: TranscriptionRequest):
-    """The function the audio batcher calls: ``(paths, DecodeOptions) -> records``, as ``seq2spec transcribe``
-    makes them with ``request`` (its long form and batch size; language, timestamps, words, fallback and prompt as
-    each call asks); a batch that fails is decoded file by file. A request for verbose_json given no language gets
-    each file's detected language in its record (``language``)."""
+    """The function the audio batcher calls: ``(rows, DecodeOptions) -> records``, a row ``(path, language code or
+    None to detect it)``, as ``seq2spec transcribe`` makes them with ``request`` (its long form and batch size;
+    timestamps, words, fallback and prompt as each call asks, each file in its own language); a batch that fails is
+    decoded file by file. A request for verbose_json given no language gets each file's detected language in its
+    record (``language``)."""
     from seq2spec.whisper.records import records_one_by_one_on_failure
 
-    def transcribe(paths: list[str], options: DecodeOptions) -> list[dict[str, Any]]:
+    def transcribe(rows: list[tuple[str, str | None]], options: DecodeOptions) -> list[dict[str, Any]]:
         decoding = WhisperDecoding(temperature_fallback=options.fallback, initial_prompt=options.prompt)
         asked = request.updated(
-            language=options.language,
             return_timestamps=options.timestamps,
             word_timestamps=options.words,
             decoding=decoding,
         )
-        records = records_one_by_one_on_failure(speculator, [Path(path) for path in paths], asked)
+        paths = [path for path, _ in rows]
+        languages = {Path(path): language for path, language in rows}
+        records = records_one_by_one_on_failure(speculator, list(languages), asked, languages=languages)
         by_file = {record["file"]: record for record in records}
         answers = [by_file[str(Path(path))] for path in paths]
         if options.report_language:  # detected as decoding detected it, on the same features

@@ -347,12 +347,13 @@ proposals are checked by base, so transcripts are base's greedy transcripts
 whatever the draft's quality.
 
 ## Training
-- Made in three runs on a 2-core CPU. First `recipes/distill_whisper_draft.py` (English: flite and espeak-ng voices
+- Made in four runs on a 2-core CPU. First `recipes/distill_whisper_draft.py` (English: flite and espeak-ng voices
   reading WordNet examples and fortunes, 3,224 clips, 13.5 h; layers initialised from base's decoder layers 0 and 5;
   2,400 steps). Then, from that draft, `recipes/multilingual_speech.py` (728 of the clips below) and
   `recipes/distill_whisper_draft.py --stage encode/train --init-draft` on it: 450 steps in 32.5 min. Then, from that
-  draft, on those and 2,100 more short clips (150 per language, labelled by `--stage relabel`): {steps} steps in
-  {train_minutes} min (the commands in recipes/README.md).
+  draft, on those and 2,100 more short clips (150 per language, labelled by `--stage relabel`): 400 steps in
+  20.9 min. Then, from that draft, on those and 350 more long clips (25 per language, labelled by `--stage
+  relabel`): {steps} steps in {train_minutes} min (the commands in recipes/README.md).
 - Loss: cross-entropy with base's greedy next token + 1.0 x KL to base's top-16 next-token distribution,
   teacher-forced on base's own greedy transcripts (in the clip's language, a share translated into English, some
   with timestamps as long form uses them), over the draft's output vocabulary. Embeddings, output projection and
@@ -373,7 +374,7 @@ whatever the draft's quality.
 ## Limits
 Synthetic speech only: agreement on natural, accented or noisy speech is lower, which costs speed, never accuracy.
 In languages it never trained in it proposes less well, though still better than the English draft (held-out espeak-ng
-long files, tokens per big forward against the English draft's: ca 2.44 / 1.72, cs 1.39 / 1.13, ko 1.26 / 1.01;
+long files, tokens per big forward against the English draft's: ca 2.38 / 1.72, cs 1.38 / 1.13, ko 1.22 / 1.01;
 benchmarks/README.md). Tokens outside its output vocabulary are never proposed.
 """
 

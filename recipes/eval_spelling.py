@@ -52,6 +52,7 @@ STEP_NAMES = {
     "check_words": "lower-case non-words checked",
     "check_changes": "changes between dictionary words checked",
     "check_nearer_words": "far words made of non-words checked",
+    "check_context_words": "words rare beside their neighbours made of non-words checked",
     "keep_dictionary_words": "dictionary words kept",
     "keep_unknown_words": "unknown words kept",
 }

@@ -26,13 +26,15 @@ import hashlib
 import random
 import re
 import subprocess
+import sys
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-import make_ood_spelling_set as ood
-import speller_data
+sys.path.insert(0, str(Path(__file__).resolve().parent / "data"))  # the evaluation sets' makers
+import make_ood_spelling_set as ood  # noqa: E402
+import speller_data  # noqa: E402
 from classical_spellers import case_pattern
 from noise import HumanNoise, split_token
 

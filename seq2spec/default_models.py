@@ -20,10 +20,10 @@ SPELLER_DIR = Path(__file__).parent / "assets" / "speller"
 SPELLER_SENTENCE_CHARS = 140  # the longest training sentence of the shipped speller (recipes/speller_data.py)
 # The text steps the shipped speller runs with (recipes/README.md measures each): what it cannot write or must not
 # change kept as written, sentence pieces of at most the length it trained on, capitals folded, non-words it left,
-# dictionary words it changed into others and non-words it made into far words checked, dictionary and unknown words it
-# garbled kept, words in the writer's variety of English and words repeated on purpose kept, text in another script or
-# confidently in another language (it knows English only) returned as written (seq2spec.spelling.languages), and so is
-# a text it looped on.
+# dictionary words it changed into others and non-words it made into far words or words rare beside their neighbours
+# checked, dictionary and unknown words it garbled kept, words in the writer's variety of English and words repeated on
+# purpose kept, text in another script or confidently in another language (it knows English only) returned as written
+# (seq2spec.spelling.languages), and so is a text it looped on.
 SPELLER_SETTINGS = SpellingSettings(
     split_longer_than=SPELLER_SENTENCE_CHARS,
     fold_capitals=True,
@@ -31,6 +31,7 @@ SPELLER_SETTINGS = SpellingSettings(
     check_words=True,
     check_changes=True,
     check_nearer_words=True,
+    check_context_words=True,
     keep_dictionary_words=True,
     keep_unknown_words=True,
     keep_spelling_varieties=True,

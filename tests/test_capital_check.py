@@ -121,6 +121,37 @@ def test_a_non_word_made_into_a_far_word_has_the_nearer_word_weighed():
         CapitalCheck(score, correct_word=neighbour, nearer_margin=-1.0)
 
 
+def test_a_non_word_made_into_a_word_rare_beside_its_neighbours_has_the_likelier_word_weighed():
+    """The shipped speller wrote "went him" for "went hom": "him" and "home" are both one edit from "hom", and "went
+    home" is common where "went him" is too rare for symspellpy's bigram counts."""
+    from seq2spec.spelling.classical import is_dictionary_word
+
+    originals = ["I went hom after work", "I went hom after work", "We went hom.", "I wnat to go", "I went (hom)"]
+    originals += ["the motnh ended", "WE WENT HOM EARLY"]
+    outputs = ["I went him after work", "I went home after work", "We went him.", "I want to go", "I went (him)"]
+    outputs += ["the mouth ended", "WE WENT HIM EARLY"]
+    _, found = candidates(originals, originals, outputs, correct_word, ("context",), is_dictionary_word)
+    assert [(c.text, c.replacement, c.context) for c in found] == [
+        (0, "home", True),
+        (2, "home.", True),  # "went home" alone counts
+        (6, "HOME", True),  # in the output word's case
+    ]  # 1: the model wrote the likelier word; 3: "I want" is likelier than "I what"; 4: nothing beside it but
+    # brackets; 5: "mouth" is two edits from "motnh" (the nearer-word check's)
+    scores = {"I went him after work": 0.0, "I went home after work": -3.0, "We went him.": 0.0, "We went home.": -4.0}
+
+    def score(texts: list[str], outputs: list[str]) -> list[float]:
+        return [scores[output] for output in outputs]
+
+    check = CapitalCheck(score, None, correct_word, context_margin=3.5, is_word=is_dictionary_word)
+    assert check(originals[:3], originals[:3], outputs[:3]) == [
+        "I went home after work",
+        "I went home after work",
+        "We went him.",  # the model scores "home" 4 nats lower: its word stays
+    ]
+    with pytest.raises(ValueError, match="context_margin"):
+        CapitalCheck(score, correct_word=correct_word, context_margin=-1.0)
+
+
 def test_a_texts_own_output_is_scored_once_for_all_its_candidates():
     scored = []
 
@@ -211,6 +242,16 @@ def test_correct_weighs_the_nearer_word_where_the_speller_wrote_a_far_one():
     texts = ["Don't forget to bring your pasport!"]
     assert Seq2SeqSpeculator().correct(texts, check_nearer_words=False)[0] == "Don't forget to bring your pastor!"
     assert Seq2SeqSpeculator().correct(texts)[0] == "Don't forget to bring your passport!"
+
+
+@needs_weights
+def test_correct_weighs_the_word_likelier_beside_its_neighbours():
+    texts = ["She went hom yesterday.", "I went hom after work."]
+    assert Seq2SeqSpeculator().correct(texts, check_context_words=False) == [
+        "She went him yesterday.",
+        "I went him after work.",
+    ]
+    assert Seq2SeqSpeculator().correct(texts) == ["She went home yesterday.", "I went home after work."]
 
 
 @needs_weights

@@ -55,7 +55,7 @@ def test_recipe_reports_identical_outputs_and_figures(toy_byte_models, tmp_path)
     status = eval_spelling.main(
         [str(data), "--model", str(tmp_path / "big"), "--draft", str(tmp_path / "small"), "--fold-capitals",
          "--keep-dictionary-words", "--check-capitals", "--check-words", "--check-changes", "--check-nearer-words",
-         "--keep-unknown-words",
+         "--check-context-words", "--keep-unknown-words",
              "--batch-size", "4",
          "--out", str(out), "--name", "folded", "--threads", "1", "--peers", "none"]
     )  # fmt: skip
@@ -72,7 +72,8 @@ def test_recipe_reports_identical_outputs_and_figures(toy_byte_models, tmp_path)
         "| noisy input",
         "| this model (seq2spec, `correct`'s default: protected text kept, capitalised words folded, capitalised "
         "non-words checked, lower-case non-words checked, changes between dictionary words checked, far words made of "
-        "non-words checked, dictionary words kept, unknown words kept)",
+        "non-words checked, words rare beside their neighbours made of non-words checked, dictionary words kept, "
+        "unknown words kept)",
     ]
     assert table[3].startswith("| this model (seq2spec, protected text kept only) |") and card.count("pairs, ") == 1
 

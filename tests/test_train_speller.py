@@ -384,3 +384,16 @@ def test_the_card_says_how_the_held_out_figures_were_decoded():
     both = train_speller.decoded_as({"fold_capitals": True, "keep_dictionary_words": True})
     assert both == "; capitals folded and dictionary words kept, as `correct` runs the model"
     assert train_speller.decoded_as({"keep_dictionary_words": True}).startswith("; dictionary words kept,")
+
+
+@pytest.mark.parametrize("script", ["train_speller.py", "tune_text_steps.py"])
+def test_the_speller_recipes_run_as_scripts(script):
+    """Run as a user runs them (no test path set up): their imports of the recipes' own modules and of the data
+    sets' makers in recipes/data resolve."""
+    import subprocess
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "recipes" / script
+    done = subprocess.run([sys.executable, str(path), "--help"], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert "usage:" in done.stdout

@@ -25,7 +25,10 @@ the yaml file", where the model wrote "used"), which no word check changes where
 A non-word the model made into a dictionary word two or more edits away while another dictionary word is one edit
 away ("pasport" -> "pastor", "motnh" -> "mouth", "chalenge" -> "change") gets that nearer word when the model scores
 it within ``nearer_margin`` nats of its own output (``correct(check_nearer_words=True)``): the model decodes greedily,
-and a word it would score nearly as high, one letter from the text, is the likelier fix.
+and a word it would score nearly as high, one letter from the text, is the likelier fix. Where the model's word is
+one edit from the non-word too, but another such word goes with the words beside it ``CONTEXT_RATIO`` times as often
+or more in symspellpy's bigram counts ("went hom" -> "went him", where "went home" is common), that word is weighed
+the same way, within ``context_margin`` nats (``correct(check_context_words=True)``).
 
 The result is no longer the model's greedy output for those words: like the other text steps it is off for models
 other than the shipped speller unless asked for (``correct(check_capitals=True)``). The default margins, 6.5 nats
@@ -46,13 +49,25 @@ import torch
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
 from seq2spec.spelling.capitals import is_calendar_slip
-from seq2spec.spelling.classical import WHITESPACE, WORD_TOKEN, WordAlignment, apply_case, case_pattern
+from seq2spec.spelling.classical import (
+    WHITESPACE,
+    WORD_TOKEN,
+    WordAlignment,
+    apply_case,
+    case_pattern,
+    context_count,
+    one_edit_words,
+)
 from seq2spec.spelling.dictionary_words import NAME_EDITS, dictionary_checker, edit_distance
 from seq2spec.spelling.protection.word_rules import technical_in_context
 from seq2spec.spelling.settings import DEFAULT_INITIAL_MARGIN, DEFAULT_MARGIN
 
 # a word that ends a sentence: its last letters followed by . ! or ?, then any closing quotes or brackets
 _SENTENCE_END = re.compile(r"[.!?][\"'\u2019\u201d)\]]*$")
+
+# a dictionary word one edit from a non-word goes this many times as often with the words beside it as the model's
+# own choice (also one edit away) before it is weighed against that choice
+CONTEXT_RATIO = 3.0
 
 # a lower-case word of this many letters or more, one edit from a dictionary word, is a typo more often than a name
 # or a term: it takes the long-word margin
@@ -68,7 +83,8 @@ class Candidate:
     ``replacement``; ``initial``: the word starts a sentence of the text as written; ``lower``: it is written in
     lower case there; ``revert``: the replacement is the text's own word, which the model changed into another
     dictionary word; ``letters``: the length of the text's word; ``calendar``: the replacement is a month's or
-    weekday's name; ``nearer``: the replacement is a dictionary word nearer the text's word than the model's."""
+    weekday's name; ``nearer``: the replacement is a dictionary word nearer the text's word than the model's;
+    ``context``: the replacement is as near as the model's word and goes with the words beside it far more often."""
 
     text: int
     piece: int
@@ -79,6 +95,7 @@ class Candidate:
     letters: int = 0
     calendar: bool = False
     nearer: bool = False
+    context: bool = False
 
 
 def _words(text: str) -> list[str]:
@@ -104,7 +121,9 @@ def candidates(
     case patterns of the words looked at (``"title"``, ``"lower"``); with ``"revert"``, an output word that replaced
     a dictionary word of the text with another dictionary word is a candidate too, the text's word its
     replacement; with ``"nearer"``, one that replaced a non-word with a dictionary word two or more edits from it,
-    ``correct_word``'s suggestion its replacement. ``is_word`` says which lower-case words are known (default: those
+    ``correct_word``'s suggestion its replacement; with ``"context"``, one that replaced a non-word with a dictionary
+    word one edit from it while another such word goes with its neighbours far more often (``_likelier_in_context``),
+    that word its replacement. ``is_word`` says which lower-case words are known (default: those
     ``correct_word`` leaves as they are); a known word is never a non-word to check."""
     if is_word is None:
         is_word = dictionary_checker(correct_word)
@@ -145,10 +164,15 @@ def candidates(
                     elif tag == "replace":
                         kept = _kept_word(written, said, is_word) if "revert" in cases else None
                         nearer = _nearer_word(written, said, correct_word, is_word) if "nearer" in cases else None
+                        likelier = None
+                        if "context" in cases:
+                            likelier = _likelier_in_context(written, said, *_neighbours(aligned, j), is_word)
                         if kept is not None:
                             found.append(Candidate(index, aligned.words[j], kept, initial, revert=True))
                         elif nearer is not None:
                             found.append(Candidate(index, aligned.words[j], nearer, initial, nearer=True))
+                        elif likelier is not None:
+                            found.append(Candidate(index, aligned.words[j], likelier, initial, context=True))
     return alignments, found
 
 
@@ -178,6 +202,57 @@ def _nearer_word(
     if source.group(2)[:1].isupper() and edit_distance("DAMERAU_OSA")(core, word, NAME_EDITS - 1) < 0:
         return None  # a capitalised word made into one this far: keep_unknown_words gives the name back ("Qt")
     return output.group(1) + apply_case(suggestion, case_pattern(output.group(2)) or "lower") + output.group(3)
+
+
+def _likelier_in_context(
+    original: str, said: str, previous: str | None, following: str | None, is_word: Callable[[str], bool]
+) -> str | None:
+    """``said`` with another dictionary word one edit from the text's non-word in its place, where the model wrote
+    one such word and the other goes with the words beside it ``CONTEXT_RATIO`` times as often or more
+    (``context_count``), as often or more on each side, and on one side is common where the model's word is too rare
+    to count ("went hom" -> "went him", where "went home" is common); in ``said``'s case."""
+    source, output = WORD_TOKEN.match(original), WORD_TOKEN.match(said)
+    if source is None or output is None:
+        return None
+    core, word = source.group(2).lower(), output.group(2).lower()
+    if len(core) < 2 or is_word(core) or not is_word(word) or core == word:
+        return None
+    if edit_distance("DAMERAU_OSA")(core, word, 1) != 1:
+        return None
+    before = previous if not output.group(1) else None
+    after = following if not output.group(3) else None
+    if before is None and after is None:
+        return None
+    own = context_count(before, word, None), context_count(None, word, after)
+    best, best_count = None, 0
+    for other in one_edit_words(core):  # most frequent first: the first of equal counts
+        if other == word:
+            continue
+        counts = context_count(before, other, None), context_count(None, other, after)
+        if any(count < mine for count, mine in zip(counts, own, strict=True)):
+            continue  # rarer on one side than the model's word
+        if not any(mine == 0 < count for count, mine in zip(counts, own, strict=True)):
+            continue  # the model's word is common beside both its neighbours
+        if sum(counts) >= CONTEXT_RATIO * max(sum(own), 1) and sum(counts) > best_count:
+            best, best_count = other, sum(counts)
+    if best is None:
+        return None
+    return output.group(1) + apply_case(best, case_pattern(output.group(2)) or "lower") + output.group(3)
+
+
+def _neighbours(aligned: WordAlignment, j: int) -> tuple[str | None, str | None]:
+    """The output's words before and after its ``j``-th, each in lower case where it is a plain word joined to it
+    by nothing but a space (no punctuation between them), else None."""
+
+    def plain(k: int, leading: bool) -> str | None:
+        if not 0 <= k < len(aligned.words):
+            return None
+        match = WORD_TOKEN.match(aligned.pieces[aligned.words[k]])
+        if match is None or match.group(1 if leading else 3):
+            return None
+        return match.group(2).lower()
+
+    return plain(j - 1, leading=False), plain(j + 1, leading=True)
 
 
 def _written_back(original: str, said: str) -> str | None:
@@ -219,8 +294,9 @@ class CapitalCheck:
     """``check(originals, inputs, outputs)``: the outputs with the candidates (see ``candidates``) the model scores
     within ``margin`` nats of its own output (``initial_margin`` for a word that starts a sentence or a slip of a
     month's or weekday's name, ``lower_margin`` for a word in lower case, ``revert_margin`` for a changed dictionary
-    word, ``nearer_margin`` for a nearer word) replaced by their dictionary word. ``margin`` None: capitalised words
-    are not checked; ``lower_margin``, ``revert_margin``, ``nearer_margin`` None: neither are those."""
+    word, ``nearer_margin`` for a nearer word, ``context_margin`` for a word likelier beside its neighbours) replaced
+    by their dictionary word. ``margin`` None: capitalised words are not checked; ``lower_margin``,
+    ``revert_margin``, ``nearer_margin``, ``context_margin`` None: neither are those."""
 
     def __init__(
         self,
@@ -233,10 +309,11 @@ class CapitalCheck:
         long_lower_margin: float | None = None,
         is_word: Callable[[str], bool] | None = None,
         nearer_margin: float | None = None,
+        context_margin: float | None = None,
     ) -> None:
         margins = [("margin", margin), ("initial_margin", initial_margin), ("lower_margin", lower_margin)]
         margins += [("revert_margin", revert_margin), ("long_lower_margin", long_lower_margin)]
-        margins += [("nearer_margin", nearer_margin)]
+        margins += [("nearer_margin", nearer_margin), ("context_margin", context_margin)]
         for name, value in margins:
             if value is None and name != "initial_margin":
                 continue
@@ -254,12 +331,13 @@ class CapitalCheck:
         self.lower_margin = lower_margin
         self.revert_margin = revert_margin
         self.nearer_margin = nearer_margin
+        self.context_margin = context_margin
         self.long_lower_margin = long_lower_margin if long_lower_margin is not None else lower_margin
         self.correct_word = correct_word
 
     def __call__(self, originals: Sequence[str], inputs: Sequence[str], outputs: Sequence[str]) -> list[str]:
         margins = {"title": self.margin, "lower": self.lower_margin, "revert": self.revert_margin}
-        margins["nearer"] = self.nearer_margin
+        margins["nearer"], margins["context"] = self.nearer_margin, self.context_margin
         cases = tuple(case for case, margin in margins.items() if margin is not None)
         alignments, found = candidates(originals, inputs, outputs, self.correct_word, cases, self.is_word)
         if not found:
@@ -290,6 +368,8 @@ class CapitalCheck:
             return self.revert_margin
         if candidate.nearer:
             return self.nearer_margin
+        if candidate.context:
+            return self.context_margin
         if candidate.lower:
             return self.long_lower_margin if candidate.letters >= LONG_WORD_LETTERS else self.lower_margin
         return self.initial_margin if candidate.initial or candidate.calendar else self.margin

@@ -20,7 +20,8 @@ import re
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
-from functools import cache
+from functools import cache, lru_cache
+from typing import Any
 
 # one plain word with optional punctuation around it: (before, word, after)
 WORD_TOKEN = re.compile(r"^([^A-Za-z0-9]*)([A-Za-z]+)([^A-Za-z0-9]*)$")
@@ -122,15 +123,25 @@ class CachedCorrector:
         return self._cache[word]
 
 
-def symspell_word_corrector(max_edit_distance: int = 2) -> Callable[[str], str | None]:
+def _symspell(max_edit_distance: int) -> Any:
+    """A ``SymSpell`` over symspellpy's bundled English frequency dictionary."""
     from importlib.resources import files
 
-    from symspellpy import SymSpell, Verbosity
+    from symspellpy import SymSpell
 
     speller = SymSpell(max_dictionary_edit_distance=max_edit_distance)
     dictionary = files("symspellpy") / "frequency_dictionary_en_82_765.txt"
     if not speller.load_dictionary(str(dictionary), term_index=0, count_index=1):
         raise FileNotFoundError(f"symspellpy's bundled dictionary {dictionary} could not be read")
+    return speller
+
+
+def symspell_word_corrector(max_edit_distance: int = 2, speller: Any = None) -> Callable[[str], str | None]:
+    """symspellpy's closest, most frequent suggestion for a word (``speller``: a ``SymSpell`` loaded with that
+    edit distance; default: a new one)."""
+    from symspellpy import Verbosity
+
+    speller = _symspell(max_edit_distance) if speller is None else speller
 
     def correct(word: str) -> str | None:
         suggestions = speller.lookup(word, Verbosity.CLOSEST, max_edit_distance=max_edit_distance)
@@ -161,15 +172,43 @@ def bigram_counts() -> dict[tuple[str, str], int]:
     }
 
 
+def context_count(previous: str | None, word: str, following: str | None) -> int:
+    """How often ``word`` follows ``previous`` plus how often ``following`` follows it, in ``bigram_counts`` (lower
+    case; a neighbour of None counts nothing): 0 where neither pair is among its 242,342."""
+    counts = bigram_counts()
+    before = counts.get((previous, word), 0) if previous else 0
+    return before + (counts.get((word, following), 0) if following else 0)
+
+
+@lru_cache(maxsize=65536)
+def one_edit_words(word: str) -> tuple[str, ...]:
+    """The words of symspellpy's English frequency dictionary one edit from the lower-case ``word`` (a letter
+    added, dropped, changed, or two neighbours swapped), most frequent first."""
+    from symspellpy import Verbosity
+
+    suggestions = _shared_symspell(1).lookup(word, Verbosity.ALL, max_edit_distance=1)
+    return tuple(suggestion.term for suggestion in suggestions if suggestion.distance == 1)
+
+
 _SHARED: dict[int, Callable[[str], str | None]] = {}
+_SHARED_SPELLERS: dict[int, Any] = {}
 _SHARED_LOCK = threading.Lock()
+
+
+def _shared_symspell(max_edit_distance: int) -> Any:
+    """One ``SymSpell`` per edit distance and process (about 70 MB and two seconds each)."""
+    with _SHARED_LOCK:
+        if max_edit_distance not in _SHARED_SPELLERS:
+            _SHARED_SPELLERS[max_edit_distance] = _symspell(max_edit_distance)
+        return _SHARED_SPELLERS[max_edit_distance]
 
 
 def shared_symspell_corrector(max_edit_distance: int = 2) -> Callable[[str], str | None]:
     """One ``symspell_word_corrector`` per process (loading the dictionary takes about a second)."""
+    speller = _shared_symspell(max_edit_distance)
     with _SHARED_LOCK:
         if max_edit_distance not in _SHARED:
-            _SHARED[max_edit_distance] = symspell_word_corrector(max_edit_distance)
+            _SHARED[max_edit_distance] = symspell_word_corrector(max_edit_distance, speller)
         return _SHARED[max_edit_distance]
 
 

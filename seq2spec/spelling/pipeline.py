@@ -150,6 +150,7 @@ class SpellingPipeline:
                 long_lower_margin=settings.long_word_check_margin if settings.check_words else None,
                 revert_margin=settings.change_check_margin if settings.check_changes else None,
                 nearer_margin=settings.nearer_word_margin if settings.check_nearer_words else None,
+                context_margin=settings.context_word_margin if settings.check_context_words else None,
             )
             outputs = check(texts, reads, outputs)
         if folded:

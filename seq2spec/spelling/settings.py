@@ -20,6 +20,7 @@ DEFAULT_WORD_MARGIN = 4.0  # a word in lower case
 DEFAULT_LONG_WORD_MARGIN = 12.0  # a word in lower case of five letters or more
 DEFAULT_CHANGE_MARGIN = 5.0  # a dictionary word the model changed into another
 DEFAULT_NEARER_MARGIN = 6.0  # a non-word the model made into a dictionary word farther than another
+DEFAULT_CONTEXT_MARGIN = 3.5  # a non-word the model made into a word rarer beside its neighbours than another
 
 
 def _setting(default: Any, description: str, **metadata: Any) -> Any:
@@ -85,6 +86,13 @@ class SpellingSettings:
         "nats of its own output",
     )
     nearer_word_margin: float = _setting(DEFAULT_NEARER_MARGIN, "the nearer-word check's margin, in nats")
+    check_context_words: bool = _setting(
+        False,
+        "where the model made a non-word into a dictionary word one edit away while another one edit away goes with "
+        "the words beside it three times as often or more (went hom -> went him, not home), take that word if the "
+        "model scores it within context_word_margin nats of its own output",
+    )
+    context_word_margin: float = _setting(DEFAULT_CONTEXT_MARGIN, "the context-word check's margin, in nats")
     keep_dictionary_words: bool = _setting(
         False,
         "where the model made a dictionary word into a word no English dictionary knows, or merged dictionary words "
@@ -141,8 +149,10 @@ class SpellingSettings:
 
     @property
     def checks_scores(self) -> bool:
-        """Whether a step scores outputs with the model (the checks of capitals, words, changes and nearer words)."""
-        return self.check_capitals or self.check_words or self.check_changes or self.check_nearer_words
+        """Whether a step scores outputs with the model (the checks of capitals, words, changes, nearer words and
+        words in context)."""
+        checks = (self.check_capitals, self.check_words, self.check_changes, self.check_nearer_words)
+        return any(checks) or self.check_context_words
 
     @classmethod
     def field_names(cls) -> tuple[str, ...]:

@@ -162,18 +162,34 @@ def candidates(
                             )
                         )
                     elif tag == "replace":
-                        kept = _kept_word(written, said, is_word) if "revert" in cases else None
-                        nearer = _nearer_word(written, said, correct_word, is_word) if "nearer" in cases else None
-                        likelier = None
-                        if "context" in cases:
-                            likelier = _likelier_in_context(written, said, *_neighbours(aligned, j), is_word)
-                        if kept is not None:
-                            found.append(Candidate(index, aligned.words[j], kept, initial, revert=True))
-                        elif nearer is not None:
-                            found.append(Candidate(index, aligned.words[j], nearer, initial, nearer=True))
-                        elif likelier is not None:
-                            found.append(Candidate(index, aligned.words[j], likelier, initial, context=True))
+                        changed = _changed_word(written, aligned, j, cases, correct_word, is_word)
+                        if changed is not None:
+                            word, kind = changed
+                            found.append(Candidate(index, aligned.words[j], word, initial, **{kind: True}))
     return alignments, found
+
+
+def _changed_word(
+    written: str,
+    aligned: WordAlignment,
+    j: int,
+    cases: tuple[str, ...],
+    correct_word: Callable[[str], str | None],
+    is_word: Callable[[str], bool],
+) -> tuple[str, str] | None:
+    """For the output's ``j``-th word, which replaced the text's word ``written``: the word to weigh in its place and
+    its kind (the ``Candidate`` field), the first of the text's own word (``revert``), the nearer word (``nearer``)
+    and the word likelier beside its neighbours (``context``) that ``cases`` asks for and that applies."""
+    said = aligned.pieces[aligned.words[j]]
+    if "revert" in cases and (kept := _kept_word(written, said, is_word)) is not None:
+        return kept, "revert"
+    if "nearer" in cases and (nearer := _nearer_word(written, said, correct_word, is_word)) is not None:
+        return nearer, "nearer"
+    if "context" in cases:
+        likelier = _likelier_in_context(written, said, *_neighbours(aligned, j), is_word)
+        if likelier is not None:
+            return likelier, "context"
+    return None
 
 
 def _kept_word(original: str, said: str, is_word: Callable[[str], bool]) -> str | None:

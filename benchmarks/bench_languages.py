@@ -1,31 +1,36 @@
 """Whisper base in many languages: seq2spec with one or more drafts beside base's own greedy decoding.
 
-Per language, on speech no draft trained on (held-out sentences of ``recipes/multilingual_speech.py`` read by the
-espeak-ng variants no training clip uses, ``HELD_OUT_VARIANTS``):
+Per language, on speech no draft trained on: held-out sentences (``benchmarks/data/held_out_sentences.json``, drawn
+once from the sentences ``recipes/multilingual_speech.py`` holds out, so every machine speaks the same text) read by
+the espeak-ng variants no training clip uses (``HELD_OUT_VARIANTS``):
 
 - a long file (``--seconds``, default 60 s: one voice reading sentence after sentence with pauses), decoded with
-  Whisper's sequential long form, greedy and with each draft in turn (one run each, base's time first);
+  Whisper's sequential long form, greedy and with each side in turn (one run each, base's time first);
 - ``--clips`` short clips (1-2 sentences) decoded as one batch, transcribed, and for the non-English languages
   translated into English (``task="translate"``).
 
 Each row: seconds, the ratio of greedy's seconds to seq2spec's, tokens per big row-forward (generated tokens over
 the big model's row forwards; greedy has 1.0), and whether every transcript equals greedy's. The language is given
 (``language=``) as a user who knows it would give it; ``--detect``: not given, Whisper detects it in each clip (a
-routed speculator then proposes with the draft of the language detected). Each speculator's draft for each language
-is used once on a short clip before the timed runs. ``--check`` exits 1 unless every transcript is identical and
-each long file reaches ``--least-speedup`` (and all of them together ``--least-overall``) with the first draft.
+routed speculator then proposes with the draft of the language detected). By default the one side is the shipped
+pair as ``seq2spec transcribe`` runs it (``--routed shipped=default``: the English draft for English, the
+multilingual draft for every other language). Each side's draft for each language is used once on a short clip
+before the timed runs. ``--check`` exits 1 unless every transcript is identical and each long file reaches
+``--least-speedup`` (and all of them together ``--least-overall``) with the first routed side (else the first draft).
 
-    python benchmarks/bench_languages.py                                     # the shipped draft
-    python benchmarks/bench_languages.py --drafts shipped=seq2spec/assets/whisper_base_draft new=runs/ml/export
-    python benchmarks/bench_languages.py --drafts shipped=default --routed routed=runs/ml/export  # language_drafts
-    python benchmarks/bench_languages.py --drafts shipped=default --routed routed=runs/ml/export --detect
+    python benchmarks/bench_languages.py --check                             # the shipped pair, the kept check
+    python benchmarks/bench_languages.py --drafts english=default --routed shipped=default new=runs/ml/export
+    python benchmarks/bench_languages.py --drafts english=default new=runs/ml/export+full --routed  # one draft each
+    python benchmarks/bench_languages.py --freeze 60 --languages ca cs ko    # more languages' sentences
 
-Needs espeak-ng and the translated manual pages the recipe reads (``apt-get install espeak-ng manpages-fr ...``).
+Speech needs espeak-ng (``apt-get install espeak-ng``); ``--freeze`` the translated manual pages and catalogues the
+recipe reads (``apt-get install manpages-fr ...``).
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import platform
 import random
@@ -48,12 +53,48 @@ RATE = 16_000
 KOKORO_VOICES = {"fr": ("ff_siwis",), "es": ("em_alex",), "it": ("im_nicola",), "pt": ("pf_dora",)}
 DEFAULT_LANGUAGES = ["en", "fr", "es", "de", "it", "pt", "ru", "pl", "ja", "zh", "hi"]
 ENGLISH_VOICES = ("en-us", "en")
+# the held-out sentences every run reads, frozen so that runs on any machine speak the same text
+SENTENCES = HERE / "data" / "held_out_sentences.json"
+FROZEN_SOURCE = (
+    "Held-out sentences (by content hash) of recipes/multilingual_speech.py (Debian's translated manual pages and "
+    "translation catalogues; Japanese in hiragana, Chinese in numbered-tone pinyin, as espeak-ng reads them) and, for "
+    "en, of recipes/distill_whisper_draft.py (WordNet examples and fortunes); no draft trains on them."
+)
 
 
-def held_out_sentences(code: str) -> list[str]:
+def catalogue_sentences(code: str, count: int, seed: int = 0) -> list[str]:
+    """``count`` of a language's held-out sentences drawn from this machine's system packages, as espeak-ng reads
+    them (what ``--freeze`` stores)."""
     if code == "en":
-        return distill.split_sentences(5)[1]
-    return [speech.read_aloud(s, speech.LANGUAGES[code]) for s in speech.split_sentences(code, 8)[1]]
+        held = distill.split_sentences(5)[1]
+    else:
+        held = [speech.read_aloud(s, speech.LANGUAGES[code]) for s in speech.split_sentences(code, 8)[1]]
+    if not held:
+        raise SystemExit(f"{code}: no held-out sentences on this machine (install the packages the recipe reads)")
+    return random.Random(f"{seed}:freeze:{code}").sample(held, min(count, len(held)))
+
+
+def frozen_sentences(path: Path) -> dict[str, list[str]]:
+    """Language code -> its held-out sentences as stored in ``path`` (empty where there is no file)."""
+    return json.loads(path.read_text(encoding="utf-8"))["languages"] if path.is_file() else {}
+
+
+def freeze(path: Path, codes: list[str], count: int) -> None:
+    """Store ``count`` held-out sentences of each of ``codes`` in ``path``, beside the languages already there."""
+    languages = frozen_sentences(path)
+    for code in codes:
+        languages[code] = catalogue_sentences(code, count)
+        print(f"{code}: {len(languages[code])} sentences frozen", flush=True)
+    document = {"source": FROZEN_SOURCE, "languages": dict(sorted(languages.items()))}
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(document, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+
+
+def held_out_sentences(code: str, path: Path = SENTENCES) -> list[str]:
+    sentences = frozen_sentences(path).get(code)
+    if not sentences:
+        raise SystemExit(f"{code}: no held-out sentences in {path}; add them with --freeze --languages {code}")
+    return sentences
 
 
 def held_out_voices(code: str) -> list[Voice]:
@@ -70,10 +111,12 @@ def cached(path: Path, make) -> np.ndarray:
     return soundfile.read(path, dtype="float32")[0]
 
 
-def long_file(code: str, seconds: float, seed: int, voice: Voice | None = None, folder: Path | None = None):
-    """One held-out voice (or ``voice``) reading held-out sentences for about ``seconds``, pauses between them."""
+def long_file(
+    code: str, sentences: list[str], seconds: float, seed: int, voice: Voice | None = None, folder: Path | None = None
+):
+    """One held-out voice (or ``voice``) reading ``sentences`` for about ``seconds``, pauses between them."""
     rng = random.Random(f"{seed}:long:{code}")
-    sentences, chosen = held_out_sentences(code), rng.choice(held_out_voices(code))
+    chosen = rng.choice(held_out_voices(code))
     voice = voice or chosen
     pieces, total = [], 0.0
     while total < seconds:
@@ -84,30 +127,33 @@ def long_file(code: str, seconds: float, seed: int, voice: Voice | None = None, 
     return np.concatenate(pieces) * 0.8
 
 
-def short_clips(code: str, count: int, seed: int) -> list[np.ndarray]:
+def short_clip_plans(code: str, sentences: list[str], count: int, seed: int) -> list[tuple[str, Voice, float]]:
+    """``count`` short clips to speak: (1-2 of ``sentences``, a held-out voice, a speaking rate) each."""
     rng = random.Random(f"{seed}:short:{code}")
-    sentences, voices = held_out_sentences(code), held_out_voices(code)
-    clips = []
+    voices = held_out_voices(code)
+    plans = []
     for _ in range(count):
         text = " ".join(rng.choice(sentences) for _ in range(rng.choice((1, 2))))
-        clips.append(speak(text, rng.choice(voices), rng.uniform(0.9, 1.15)) * 0.8)
-    return clips
+        plans.append((text, rng.choice(voices), rng.uniform(0.9, 1.15)))
+    return plans
 
 
 def audio_sets(code: str, args, folder: Path) -> tuple[list[tuple[str, list[np.ndarray], str]], list[np.ndarray]]:
     """``([(label, clips, task)], the short clips)`` of one language: its long files and its short clips, made once
     into ``folder`` and read from there after."""
-    sets = [("long file", [cached(folder / f"{code}_long.wav", lambda: long_file(code, args.seconds, args.seed))])]
+    sentences = held_out_sentences(code, args.sentences)
+    long = cached(folder / f"{code}_long.wav", lambda: long_file(code, sentences, args.seconds, args.seed))
+    sets = [("long file", [long])]
     for name in KOKORO_VOICES.get(code, ()) if args.kokoro_voices is not None else ():
         voice = Voice("kokoro", name)
         audio = cached(
             folder / f"{code}_{name}_long.wav",
-            lambda voice=voice: long_file(code, args.seconds, args.seed, voice, args.kokoro_voices),
+            lambda voice=voice: long_file(code, sentences, args.seconds, args.seed, voice, args.kokoro_voices),
         )
         sets.append((f"long file, Kokoro {name}", [audio]))
     clips = [
-        cached(folder / f"{code}_short{index:02d}.wav", lambda clip=clip: clip)
-        for index, clip in enumerate(short_clips(code, args.clips, args.seed))
+        cached(folder / f"{code}_short{index:02d}.wav", lambda plan=plan: speak(*plan) * 0.8)
+        for index, plan in enumerate(short_clip_plans(code, sentences, args.clips, args.seed))
     ]
     sets.append(("short clips", clips))
     return [(label, audio, "transcribe") for label, audio in sets], clips
@@ -198,16 +244,26 @@ def main() -> int:
     parser.add_argument(
         "--drafts",
         nargs="+",
-        default=["shipped=default"],
-        help="NAME=FOLDER of saved drafts ('default': the shipped one; FOLDER+full: scoring every token); the "
-        "first is --check's",
+        default=[],
+        help="NAME=FOLDER of saved drafts, each for every language ('default': the shipped English draft; "
+        "FOLDER+full: scoring every token)",
     )
     parser.add_argument(
         "--routed",
-        nargs="+",
-        default=[],
-        help="NAME=FOLDER: also the first draft for English with FOLDER's draft for every other language given "
-        "or detected (language_drafts)",
+        nargs="*",
+        default=["shipped=default"],
+        help="NAME=FOLDER: the first of --drafts (else the shipped English draft) for English with FOLDER's draft "
+        "for every other language given or detected (language_drafts; 'default': the shipped multilingual draft, "
+        "so shipped=default is what seq2spec transcribe runs); the first routed side, else the first draft, is "
+        "--check's",
+    )
+    parser.add_argument("--sentences", type=Path, default=SENTENCES, help="the held-out sentences to speak")
+    parser.add_argument(
+        "--freeze",
+        type=int,
+        metavar="COUNT",
+        help="store COUNT held-out sentences of each of --languages from this machine's packages in --sentences "
+        "(beside those already there) and stop",
     )
     parser.add_argument("--seconds", type=float, default=60.0, help="length of each language's long file")
     parser.add_argument("--clips", type=int, default=8, help="short clips per language")
@@ -229,7 +285,13 @@ def main() -> int:
     parser.add_argument("--least-overall", type=float, default=1.5, help="--check: all long files together")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
-    audio_dir = args.audio_dir / f"seed{args.seed}_{args.seconds:.0f}s_{args.clips}clips"
+    if args.freeze is not None:
+        freeze(args.sentences, args.languages, args.freeze)
+        return 0
+    if not args.drafts and not args.routed:
+        parser.error("nothing to measure: give --drafts or --routed")
+    text_hash = hashlib.sha1(json.dumps(frozen_sentences(args.sentences), sort_keys=True).encode()).hexdigest()[:8]
+    audio_dir = args.audio_dir / f"seed{args.seed}_{args.seconds:.0f}s_{args.clips}clips_{text_hash}"
     if args.prepare:
         for code in args.languages:
             audio_sets(code, args, audio_dir)
@@ -238,7 +300,7 @@ def main() -> int:
 
     from seq2spec import Seq2SeqSpeculator
     from seq2spec.default_models import load_whisper_base
-    from seq2spec.whisper.draft import load_whisper_draft
+    from seq2spec.whisper.draft import WHISPER_BASE_MULTILINGUAL_DRAFT_DIR, load_whisper_draft
     from seq2spec.whisper.languages import languages_besides_english
 
     big, processor = load_whisper_base()
@@ -249,10 +311,11 @@ def main() -> int:
         folder = folder.removesuffix("+full")
         draft = load_whisper_draft(big, None if folder in ("", "default") else folder, full_vocabulary=full)
         speculators[name] = Seq2SeqSpeculator(big, draft, processor)
-    first_folder = args.drafts[0].partition("=")[2].removesuffix("+full")
+    first_folder = args.drafts[0].partition("=")[2].removesuffix("+full") if args.drafts else "default"
     for entry in args.routed:
         name, _, folder = entry.partition("=")
         draft = load_whisper_draft(big, None if first_folder in ("", "default") else first_folder)
+        folder = str(WHISPER_BASE_MULTILINGUAL_DRAFT_DIR) if folder in ("", "default") else folder
         others = dict.fromkeys(languages_besides_english(big), folder)  # as the shipped default routes
         speculators[name] = Seq2SeqSpeculator(big, draft, processor, language_drafts=others)
     warm_up(speculators, {code: audio_sets(code, args, audio_dir)[1][0] for code in args.languages}, args.detect)
@@ -282,7 +345,8 @@ def main() -> int:
         f"{platform.machine()}, torch {torch.__version__}; each side run once, greedy first."
     )
     drafts = dict(e.partition("=")[::2] for e in args.drafts)
-    drafts.update({name: f"{args.drafts[0]} for en, {folder} for the others" for name, folder in
+    english = args.drafts[0] if args.drafts else "the shipped English draft"
+    drafts.update({name: f"{english} for en, {folder or 'default'} for the others" for name, folder in
                    (e.partition("=")[::2] for e in args.routed)})  # fmt: skip
     result = {"header": header, "drafts": drafts, "rows": rows,
               "overall_long_speedup": overall}  # fmt: skip
@@ -293,7 +357,7 @@ def main() -> int:
     print(markdown(result))
     if not args.check:
         return 0
-    first = next(iter(speculators))
+    first = args.routed[0].partition("=")[0] if args.routed else next(iter(speculators))
     failures = [f"{r['language']} {r['set']}: transcripts differ" for r in rows
                 for d in r["drafts"].values() if not d["identical"]]  # fmt: skip
     failures += [

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextlib
+import dataclasses
 import socket
 import threading
 import time
@@ -128,6 +130,9 @@ def test_concurrent_checks_are_decoded_together_each_as_alone(server, speller):
         assert fixed == speller.correct([text])[0]
     batches, jobs = batcher.stats.batches - before[0], batcher.stats.jobs - before[1]
     assert jobs == len(texts) and batches < jobs  # requests shared batches
+    health = requests.get(f"{server.url}/health", timeout=10).json()
+    assert health["batches"]["text"] == dataclasses.asdict(batcher.stats)  # what operators see of the batching
+    assert health["batches"]["text"]["largest_batch"] > 1
 
 
 @pytest.mark.parametrize(
@@ -380,6 +385,65 @@ def test_jobs_with_other_options_wait_for_their_own_batch():
     with pytest.raises(QueueFull):
         full = Batcher(lambda rows, options: rows, max_waiting_rows=1)
         asyncio.run(full.submit([1, 2]))
+
+
+def test_clients_answered_by_a_batch_refill_the_next_one():
+    """Four clients answered together come back one after another, while two more rows wait: one batch of six."""
+    seen = []
+
+    def decode(rows, options):
+        seen.append(list(rows))
+        time.sleep(0.5)  # the next batch waits up to 0.05 s after this one for its clients to return
+        return rows
+
+    batcher = Batcher(decode, max_rows=8, gather_seconds=0.0)
+
+    async def client(name: str, delay: float) -> list:
+        first = await batcher.submit([name])
+        await asyncio.sleep(delay)  # the answers go out one after another
+        return first + await batcher.submit([name])
+
+    async def late(name: str) -> list:
+        await asyncio.sleep(0.2)  # arrives while the first batch decodes
+        return await batcher.submit([name])
+
+    async def scenario():
+        clients = [client(name, 0.004 * index) for index, name in enumerate("abcd")]
+        return await asyncio.gather(*clients, late("e"), late("f"))
+
+    assert asyncio.run(scenario()) == [[n, n] for n in "abcd"] + [["e"], ["f"]]
+    batcher.close()
+    assert sorted(seen[0]) == list("abcd") and sorted(seen[1]) == list("abcdef") and len(seen) == 2
+
+
+def test_a_single_client_s_requests_never_wait_for_others():
+    batcher = Batcher(lambda rows, options: time.sleep(0.05) or rows, gather_seconds=0.0, refill_share=200.0)
+
+    async def scenario():  # a refill wait would be 200 x 0.05 s after each batch
+        return [await asyncio.wait_for(batcher.submit([index]), timeout=5) for index in range(3)]
+
+    assert asyncio.run(scenario()) == [[0], [1], [2]]
+    batcher.close()
+    assert batcher.stats.batches == 3
+
+
+@pytest.mark.parametrize("reading", [True, False])
+def test_a_batch_waits_for_the_requests_being_read(reading):
+    seen = []
+    batcher = Batcher(lambda rows, options: seen.append(list(rows)) or rows, gather_seconds=0.0, arrival_seconds=5.0)
+
+    async def read_then_submit(name: str, reading_seconds: float) -> list:
+        with batcher.arriving() if reading else contextlib.nullcontext():
+            await asyncio.sleep(reading_seconds)  # the body still arriving
+            work = batcher.enqueue([name])
+        return await work
+
+    async def scenario():
+        return await asyncio.gather(read_then_submit("a", 0.0), read_then_submit("b", 0.3))
+
+    assert asyncio.run(scenario()) == [["a"], ["b"]]
+    batcher.close()
+    assert seen == ([["a", "b"]] if reading else [["a"], ["b"]])
 
 
 @settings(max_examples=200, deadline=None)

@@ -4,13 +4,13 @@
     curl -d language=en-US -d text='Thsi is a tset.' http://127.0.0.1:8080/v2/check          # LanguageTool
     curl -F file=@talk.wav -F model=whisper-1 http://127.0.0.1:8080/v1/audio/transcriptions   # OpenAI
 
-LanguageTool's ``/v2/check`` and ``/v2/languages`` return the speller's corrections as matches;
-OpenAI's ``/v1/audio/transcriptions`` returns Whisper's transcript (json, text, srt, vtt, verbose_json with segments
-and words); ``/health`` says what runs. Requests that arrive together are decoded in one speculative batch, each row
-keeping its own accepted tokens, so every answer is what the command gives for the same input. The server listens
-on 127.0.0.1 unless told otherwise; on any other address it needs ``--api-key`` (clients send ``Authorization: Bearer
-KEY``) or an explicit ``--no-auth``. SIGTERM or Ctrl-C: the requests in flight are answered, new ones refused, then it
-stops.
+LanguageTool's ``/v2/check`` and ``/v2/languages`` return the speller's corrections as matches; OpenAI's
+``/v1/audio/transcriptions`` returns Whisper's transcript (json, text, srt, vtt, verbose_json with segments and words);
+``/health`` says what runs, the rows waiting and the batches decoded. Requests that arrive together are decoded in one
+speculative batch, each row keeping its own accepted tokens, so every answer is what the command gives for the same
+input. The server listens on 127.0.0.1 unless told otherwise; on any other address it needs ``--api-key`` (clients send
+``Authorization: Bearer KEY``) or an explicit ``--no-auth``. SIGTERM or Ctrl-C: the requests in flight are answered, new
+ones refused, then it stops.
 """
 
 from __future__ import annotations

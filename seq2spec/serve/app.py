@@ -9,7 +9,7 @@ import os
 import tempfile
 import urllib.parse
 from collections.abc import Awaitable, Callable, Hashable
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -164,20 +164,18 @@ def _guarded(handler: _Endpoint, services: Services) -> _Endpoint:
 
 
 def _health_endpoint(text_batcher: Batcher | None, audio_batcher: Batcher | None) -> _Endpoint:
-    """``/health``: what the server runs and how many rows wait for each batcher."""
+    """``/health``: what the server runs, how many rows wait for each batcher and what each has decoded."""
+    pairs = (("text", text_batcher), ("audio", audio_batcher))
+    running = {name: batcher for name, batcher in pairs if batcher is not None}
 
     async def health(request: Request) -> Response:
-        waiting = {
-            name: batcher.waiting_rows
-            for name, batcher in (("text", text_batcher), ("audio", audio_batcher))
-            if batcher is not None
-        }
         return JSONResponse(
             {
                 "status": "ok",
                 "speller": text_batcher is not None,
                 "transcriber": audio_batcher is not None,
-                "waiting_rows": waiting,
+                "waiting_rows": {name: batcher.waiting_rows for name, batcher in running.items()},
+                "batches": {name: asdict(batcher.stats) for name, batcher in running.items()},
             }
         )
 
@@ -202,20 +200,22 @@ def _check_endpoint(text_batcher: Batcher | None, services: Services) -> _Endpoi
     async def check(request: Request) -> Response:
         if text_batcher is None:
             raise RequestError(404, "this server runs no speller")
-        form = await text_form(request, limits.max_body_bytes)
-        language = languagetool.check_language(form.get("language"))
-        text = languagetool.text_of(form)
-        if len(text) > limits.max_text_characters:
-            raise RequestError(
-                413, f"the text has {len(text)} characters, over the limit of {limits.max_text_characters}"
-            )
-        lines = languagetool.lines_with_offsets(text)
-        prose = [line for _, line in lines if line.strip()]
-        if len(prose) > limits.max_waiting_rows:
-            raise RequestError(
-                413, f"the text has {len(prose)} lines, over the {limits.max_waiting_rows} one request may queue"
-            )
-        corrected = iter(await until_done_or_gone(request, text_batcher.submit(prose)))
+        with text_batcher.arriving():
+            form = await text_form(request, limits.max_body_bytes)
+            language = languagetool.check_language(form.get("language"))
+            text = languagetool.text_of(form)
+            if len(text) > limits.max_text_characters:
+                raise RequestError(
+                    413, f"the text has {len(text)} characters, over the limit of {limits.max_text_characters}"
+                )
+            lines = languagetool.lines_with_offsets(text)
+            prose = [line for _, line in lines if line.strip()]
+            if len(prose) > limits.max_waiting_rows:
+                raise RequestError(
+                    413, f"the text has {len(prose)} lines, over the {limits.max_waiting_rows} one request may queue"
+                )
+            work = text_batcher.enqueue(prose)
+        corrected = iter(await until_done_or_gone(request, work))
         corrected_lines = [next(corrected) if line.strip() else line for _, line in lines]
         return JSONResponse(languagetool.check_response(text, corrected_lines, language, services.version))
 
@@ -229,19 +229,21 @@ def _transcriptions_endpoint(audio_batcher: Batcher | None, services: Services) 
     async def transcriptions(request: Request) -> Response:
         if audio_batcher is None:
             raise RequestError(404, "this server runs no transcriber")
-        body = await read_body(request, limits.max_body_bytes)
-        form = await multipart_form(request, body)
+        with audio_batcher.arriving():
+            body = await read_body(request, limits.max_body_bytes)
+            form = await multipart_form(request, body)
         upload = form.get("file")
         if upload is None or isinstance(upload, str):
             raise RequestError(400, "missing the 'file' field: the audio, as multipart/form-data")
         try:
-            data = await upload.read()
-            transcription = TranscriptionForm.of(form, services.model_name)
             with tempfile.TemporaryDirectory(prefix="seq2spec-serve-") as folder:
-                path = Path(folder) / _safe_name(upload.filename)
-                path.write_bytes(data)
-                duration = transcription.check_audio(path, limits.max_audio_seconds)
-                work = audio_batcher.submit([(str(path), transcription.language)], transcription.options)
+                with audio_batcher.arriving():
+                    data = await upload.read()
+                    transcription = TranscriptionForm.of(form, services.model_name)
+                    path = Path(folder) / _safe_name(upload.filename)
+                    path.write_bytes(data)
+                    duration = transcription.check_audio(path, limits.max_audio_seconds)
+                    work = audio_batcher.enqueue([(str(path), transcription.language)], transcription.options)
                 record = (await until_done_or_gone(request, work))[0]
         finally:
             await form.close()

@@ -1,20 +1,29 @@
 """Requests that arrive together, decoded as one speculative batch.
 
 Each kind of work (lines of text, audio files) has a ``Batcher``: a worker thread that takes the jobs waiting in its
-bounded queue, up to ``max_rows`` rows of jobs that can share a call (the same options), and decodes them in one call
-of its ``decode`` function; each job's future gets its own rows' results. Per-row speculation lets every row keep its
-own accepted tokens and leave when done, so a row's result does not depend on its batch mates. A job whose client has
-gone (its future cancelled) before its batch starts is dropped; one whose rows are being decoded finishes with them.
+bounded queue, up to ``max_rows`` rows of jobs that can share a call (the same options), and decodes them in one call of
+its ``decode`` function; each job's future gets its own rows' results. Clients answered by one batch send their next
+requests while the answers go out, one after another: so that those do not start the next batch a few rows wide (the
+others would wait while it decodes, and a wide batch costs less per row), after a batch of R rows, while W more rows
+came, the next batch waits for up to R + W rows until ``refill_share`` of that batch's decoding time has passed since it
+ended (in turn, two halves of the clients would each keep their own half-wide batches); a single client's requests (R =
+1, W = 0) never wait, nor does a request that comes later. Per-row speculation lets every row keep its own accepted
+tokens and leave when done, so a row's result does not depend on its batch mates. A job whose client has gone (its
+future cancelled) before its batch starts is dropped; one whose rows are being decoded finishes with them.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import queue
 import threading
-from collections.abc import Callable, Hashable
+import time
+from collections.abc import Callable, Hashable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
+
+POLL_SECONDS = 0.001  # the shortest wait for a job: how often requests being read are looked at
 
 
 class QueueFull(RuntimeError):
@@ -61,6 +70,8 @@ class Batcher:
     max_rows: int = 32
     max_waiting_rows: int = 1024
     gather_seconds: float = 0.005  # after the first job, how long to wait for others to join its batch
+    refill_share: float = 0.1  # of the last batch's seconds: the longest wait for as many rows as it had
+    arrival_seconds: float = 0.05  # after the first job, the longest wait for requests still being read
     stats: BatcherStats = field(default_factory=BatcherStats)
 
     def __post_init__(self) -> None:
@@ -68,22 +79,41 @@ class Batcher:
         self._waiting_rows = 0
         self._lock = threading.Lock()
         self._held: list[Job] = []  # taken from the queue but left for a later batch (other options)
+        self._refill_rows, self._refill_until = 0, 0.0  # rows the next batch may wait for, and until when
+        self._arriving = 0  # requests being read that will submit rows (``arriving``)
         self._thread = threading.Thread(target=self._run, name="seq2spec-batcher", daemon=True)
         self._thread.start()
 
     async def submit(self, rows: list[Any], options: Hashable = None) -> list[Any]:
         """The results of ``rows``, decoded in a batch with whatever else waits; ``QueueFull`` when too many rows
         wait already."""
+        return await self.enqueue(rows, options)
+
+    def enqueue(self, rows: list[Any], options: Hashable = None) -> asyncio.Future:
+        """``submit``'s job, queued now: the future of its results (cancel it to drop the job)."""
+        loop = asyncio.get_running_loop()
+        future = loop.create_future()
         if not rows:
-            return []
+            future.set_result([])
+            return future
         with self._lock:
             if self._waiting_rows + len(rows) > self.max_waiting_rows:
                 raise QueueFull(f"{self._waiting_rows} rows are waiting (at most {self.max_waiting_rows})")
             self._waiting_rows += len(rows)
-        loop = asyncio.get_running_loop()
-        job = Job(rows, options, loop.create_future(), loop)
-        self._jobs.put(job)
-        return await job.future
+        self._jobs.put(Job(rows, options, future, loop))
+        return future
+
+    @contextlib.contextmanager
+    def arriving(self) -> Iterator[None]:
+        """Around reading a request that will ``enqueue`` rows: a batch that starts meanwhile waits for them (at
+        most ``arrival_seconds``), so that requests sent together are decoded together."""
+        with self._lock:
+            self._arriving += 1
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._arriving -= 1
 
     @property
     def waiting_rows(self) -> int:
@@ -109,13 +139,17 @@ class Batcher:
         if first is None:
             return None
         batch, rows, kept = [first], len(first.rows), []
+        refill, patience = min(self.max_rows, self._refill_rows), time.monotonic() + self.arrival_seconds
         while rows < self.max_rows:
             if pending:
                 job = pending.pop(0)
             else:
+                wait = self._refill_until - time.monotonic() if rows < refill else 0.0
                 try:
-                    job = self._jobs.get(timeout=self.gather_seconds)
+                    job = self._jobs.get(timeout=max(wait, self.gather_seconds, POLL_SECONDS))
                 except queue.Empty:
+                    if self._arriving and time.monotonic() < patience:
+                        continue
                     break
                 if job is None:  # closing: after this batch
                     self._jobs.put(None)
@@ -136,12 +170,17 @@ class Batcher:
         if not live:
             return
         rows = [row for job in live for row in job.rows]
+        started = time.monotonic()
         try:
             results = self.decode(rows, live[0].options)
         except BaseException as error:  # noqa: BLE001 - every job of the batch hears of its failure
             for job in live:
                 job.done(None, error)
             return
+        finally:
+            ended = time.monotonic()
+            self._refill_rows = len(rows) + self._waiting_rows  # its clients back, and the rows that came meanwhile
+            self._refill_until = ended + self.refill_share * (ended - started)
         self.stats.batches += 1
         self.stats.rows += len(rows)
         self.stats.jobs += len(live)

@@ -417,7 +417,9 @@ def test_clients_answered_by_a_batch_refill_the_next_one():
 
 
 def test_a_single_client_s_requests_never_wait_for_others():
-    batcher = Batcher(lambda rows, options: time.sleep(0.05) or rows, gather_seconds=0.0, refill_share=200.0)
+    batcher = Batcher(
+        lambda rows, options: time.sleep(0.05) or rows, gather_seconds=0.0, refill_share=200.0, max_refill_seconds=60
+    )
 
     async def scenario():  # a refill wait would be 200 x 0.05 s after each batch
         return [await asyncio.wait_for(batcher.submit([index]), timeout=5) for index in range(3)]

@@ -5,11 +5,12 @@ bounded queue, up to ``max_rows`` rows of jobs that can share a call (the same o
 its ``decode`` function; each job's future gets its own rows' results. Clients answered by one batch send their next
 requests while the answers go out, one after another: so that those do not start the next batch a few rows wide (the
 others would wait while it decodes, and a wide batch costs less per row), after a batch of R rows, while W more rows
-came, the next batch waits for up to R + W rows until ``refill_share`` of that batch's decoding time has passed since it
-ended (in turn, two halves of the clients would each keep their own half-wide batches); a single client's requests (R =
-1, W = 0) never wait, nor does a request that comes later. Per-row speculation lets every row keep its own accepted
-tokens and leave when done, so a row's result does not depend on its batch mates. A job whose client has gone (its
-future cancelled) before its batch starts is dropped; one whose rows are being decoded finishes with them.
+came, the next batch waits for up to R + W rows until ``refill_share`` of that batch's decoding time (at most
+``max_refill_seconds``) has passed since it ended (in turn, two halves of the clients would each keep their own
+batches); a single client's requests (R = 1, W = 0) never wait, nor does a request that comes later. Per-row speculation
+lets every row keep its own accepted tokens and leave when done, so a row's result does not depend on its batch mates. A
+job whose client has gone (its future cancelled) before its batch starts is dropped; one whose rows are being decoded
+finishes with them.
 """
 
 from __future__ import annotations
@@ -71,6 +72,7 @@ class Batcher:
     max_waiting_rows: int = 1024
     gather_seconds: float = 0.005  # after the first job, how long to wait for others to join its batch
     refill_share: float = 0.1  # of the last batch's seconds: the longest wait for as many rows as it had
+    max_refill_seconds: float = 0.25  # and never longer than this (the answers go out in milliseconds each)
     arrival_seconds: float = 0.05  # after the first job, the longest wait for requests still being read
     stats: BatcherStats = field(default_factory=BatcherStats)
 
@@ -180,7 +182,7 @@ class Batcher:
         finally:
             ended = time.monotonic()
             self._refill_rows = len(rows) + self._waiting_rows  # its clients back, and the rows that came meanwhile
-            self._refill_until = ended + self.refill_share * (ended - started)
+            self._refill_until = ended + min(self.refill_share * (ended - started), self.max_refill_seconds)
         self.stats.batches += 1
         self.stats.rows += len(rows)
         self.stats.jobs += len(live)

@@ -65,6 +65,9 @@ FROZEN_SOURCE = (
 def catalogue_sentences(code: str, count: int, seed: int = 0) -> list[str]:
     """``count`` of a language's held-out sentences drawn from this machine's system packages, as espeak-ng reads
     them (what ``--freeze`` stores)."""
+    if code != "en" and code not in speech.LANGUAGES:
+        known = " ".join(["en", *sorted(speech.LANGUAGES)])
+        raise SystemExit(f"{code}: not a language recipes/multilingual_speech.py makes speech in ({known})")
     if code == "en":
         held = distill.split_sentences(5)[1]
     else:

@@ -37,6 +37,12 @@ def test_a_language_not_frozen_is_refused_by_name(bench, tmp_path):
         bench.held_out_sentences("xx", tmp_path / "none.json")
 
 
+def test_freezing_an_unknown_language_is_refused_by_name(bench, tmp_path):
+    with pytest.raises(SystemExit, match="xx: not a language .* fr "):
+        bench.freeze(tmp_path / "sentences.json", ["xx"], 3)
+    assert not (tmp_path / "sentences.json").exists()
+
+
 def test_freezing_adds_languages_beside_those_stored(bench, tmp_path, monkeypatch):
     monkeypatch.setattr(bench, "catalogue_sentences", lambda code, count: [f"{code} {i}." for i in range(count)])
     path = tmp_path / "sentences.json"

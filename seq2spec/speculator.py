@@ -244,7 +244,7 @@ class Seq2SeqSpeculator:
         self._tokenizer = load_tokenizer(tokenizer) if isinstance(tokenizer, str) else tokenizer
         self._tokenizer_source = big if isinstance(big, str) else None
         self.last_stats = SpeculationStats()
-        self._big_head = BigModelHead()  # the big model's head, sliced where found bit-exact (CPU)
+        self._big_head = BigModelHead()  # the big model's head, its fastest bit-exact product per shape (CPU)
         self._exact_forwards = ExactForwards()  # the big model's forward without transformers' per-call work
         self._layout_check = LayoutCheck()  # the big decoder checked in the speculative layout once per state
         self._by_language = _LanguageSpeculators(self, languages, self._tokenizer, options, changes)

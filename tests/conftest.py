@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import signal
 import sys
 from pathlib import Path
 
@@ -15,6 +16,10 @@ from toy_helpers import perturbed_copy
 from seq2spec.commands.toys import FAMILIES, build_toy_model
 
 torch.set_num_threads(min(2, torch.get_num_threads()))
+# A test run started in the background (nohup, `&` in a script) inherits Ctrl-C ignored, and so would every command
+# it starts: the tests of what a stop keeps need it to act as in a terminal.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 # the recipes (training, evaluation, metrics) are scripts, not part of the package: their tests import them from here
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "recipes"))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "recipes" / "word_lists"))  # the word lists' makers

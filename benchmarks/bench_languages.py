@@ -22,6 +22,9 @@ before the timed runs. ``--check`` exits 1 unless every transcript is identical 
     python benchmarks/bench_languages.py --drafts english=default --routed shipped=default new=runs/ml/export
     python benchmarks/bench_languages.py --drafts english=default new=runs/ml/export+full --routed  # one draft each
     python benchmarks/bench_languages.py --freeze 60 --languages ca cs ko    # more languages' sentences
+    python benchmarks/bench_languages.py --routed shipped=default unpaused=default,pause_draft=false  # options
+
+A side's ``FOLDER`` may be followed by ``,OPTION=VALUE`` speculation options (``SpeculationOptions`` fields) for it.
 
 Speech needs espeak-ng (``apt-get install espeak-ng``); ``--freeze`` the translated manual pages and catalogues the
 recipe reads (``apt-get install manpages-fr ...``).
@@ -160,6 +163,18 @@ def audio_sets(code: str, args, folder: Path) -> tuple[list[tuple[str, list[np.n
     ]
     sets.append(("short clips", clips))
     return [(label, audio, "transcribe") for label, audio in sets], clips
+
+
+def side(entry: str) -> tuple[str, str, dict]:
+    """``NAME=FOLDER[,OPTION=VALUE...]`` -> (name, folder, speculation options as keywords)."""
+    name, _, rest = entry.partition("=")
+    folder, *settings = rest.split(",")
+    options = {}
+    for setting in settings:
+        key, _, value = setting.partition("=")
+        lowered = value.lower()
+        options[key] = lowered == "true" if lowered in ("true", "false") else json.loads(value)
+    return name, folder, options
 
 
 def timed(function):
@@ -309,18 +324,18 @@ def main() -> int:
     big, processor = load_whisper_base()
     speculators = {}
     for entry in args.drafts:
-        name, _, folder = entry.partition("=")
+        name, folder, options = side(entry)
         full = folder.endswith("+full")
         folder = folder.removesuffix("+full")
         draft = load_whisper_draft(big, None if folder in ("", "default") else folder, full_vocabulary=full)
-        speculators[name] = Seq2SeqSpeculator(big, draft, processor)
-    first_folder = args.drafts[0].partition("=")[2].removesuffix("+full") if args.drafts else "default"
+        speculators[name] = Seq2SeqSpeculator(big, draft, processor, **options)
+    first_folder = side(args.drafts[0])[1].removesuffix("+full") if args.drafts else "default"
     for entry in args.routed:
-        name, _, folder = entry.partition("=")
+        name, folder, options = side(entry)
         draft = load_whisper_draft(big, None if first_folder in ("", "default") else first_folder)
         folder = str(WHISPER_BASE_MULTILINGUAL_DRAFT_DIR) if folder in ("", "default") else folder
         others = dict.fromkeys(languages_besides_english(big), folder)  # as the shipped default routes
-        speculators[name] = Seq2SeqSpeculator(big, draft, processor, language_drafts=others)
+        speculators[name] = Seq2SeqSpeculator(big, draft, processor, language_drafts=others, **options)
     warm_up(speculators, {code: audio_sets(code, args, audio_dir)[1][0] for code in args.languages}, args.detect)
     rows = []
     for code in args.languages:

@@ -61,6 +61,11 @@ class SpeculationOptions:
         "run a T5/MT5 or Whisper big model's decoder forward through seq2spec's operation-for-operation mirror of it, "
         "without transformers' per-call work; used only if a probe at load finds its logits and caches bit-identical",
     )
+    pause_draft: bool = _option(
+        True,
+        "pause a draft model while the tokens it adds do not pay for its steps (each round timed: its kept candidates "
+        "per row against the draft's time beside the big model's), trying it again after 2, 4, ... 32 rounds",
+    )
     draft_reads_prompt: bool = _option(
         False,
         "Whisper: the draft also reads the previous text and initial prompt before the start-of-transcript token "
@@ -98,6 +103,7 @@ class SpeculationOptions:
             "int8_draft",
             "draft_cuda_graphs",
             "exact_big_forward",
+            "pause_draft",
             "draft_reads_prompt",
             "input_copy",
             "spellcheck_copy",
@@ -144,6 +150,8 @@ class SpeculationStats:
     # of the above, candidates copied from the source (input-copy drafting) and how many of those were kept
     proposed_copy_tokens: int = 0
     accepted_copy_tokens: int = 0
+    # rounds that verified no candidate (nothing to propose, or a draft paused because it did not pay)
+    rounds_without_candidates: int = 0
     accepted_length_histogram: list[int] = field(default_factory=list)
 
     @property
@@ -171,6 +179,7 @@ class SpeculationStats:
         self.generated_tokens += sum(emitted)
         self.draft_forwards += draft_forwards
         if proposed is None:
+            self.rounds_without_candidates += 1
             return
         # a filler token the big model happened to agree with is no accepted proposal
         kept = [min(a, e, p) for a, e, p in zip(accepted, emitted, proposed, strict=True)]
@@ -200,6 +209,7 @@ class SpeculationStats:
             "accepted_draft_tokens",
             "proposed_copy_tokens",
             "accepted_copy_tokens",
+            "rounds_without_candidates",
         ):
             setattr(self, name, getattr(self, name) + getattr(other, name))
         for length, count in enumerate(other.accepted_length_histogram):
@@ -217,6 +227,7 @@ class SpeculationStats:
             "accepted_draft_tokens": self.accepted_draft_tokens,
             "proposed_copy_tokens": self.proposed_copy_tokens,
             "accepted_copy_tokens": self.accepted_copy_tokens,
+            "rounds_without_candidates": self.rounds_without_candidates,
             "acceptance_rate": self.acceptance_rate,
             "tokens_per_big_forward": self.tokens_per_big_forward,
             "accepted_length_histogram": list(self.accepted_length_histogram),

@@ -31,6 +31,8 @@ from transformers.models.auto.modeling_auto import (
     MODEL_FOR_SPEECH_SEQ_2_SEQ_MAPPING_NAMES,
 )
 
+from seq2spec.decoding.proposal import DecodingBatch, Proposal
+
 VOCABULARY = 256
 _SIZES = (
     (re.compile(r"^(d_model|hidden_size|embed_dim|cross_(attention_)?hidden_size|output_hidden_size)$"), 64),
@@ -336,3 +338,36 @@ def generate_arguments(model: PreTrainedModel) -> dict:
         model.generation_config.composer_to_feature_token = tokens
         return {"composer": "composer1"}
     return {}
+
+
+class RaggedThenNothing:
+    """Every third round proposes three tokens, greedy's own for even rows and a wrong one for odd rows (so rows keep
+    different numbers), and the two rounds after it propose nothing, as a paused draft does: single tokens fed to a
+    cache whose rows are padded differently."""
+
+    def __init__(self, expected: torch.Tensor) -> None:
+        self.expected = expected
+
+    def start(self, batch: DecodingBatch) -> None:
+        width = batch.prompt.shape[1]
+        with_prompt = torch.equal(self.expected[:, :width].to(batch.prompt.device), batch.prompt)
+        self.rows = list(range(batch.rows))
+        self.positions = [width if with_prompt else 0] * batch.rows  # each row's next token in ``expected``
+        self.round = 0
+
+    def propose(self, max_tokens: int, process: object) -> Proposal:
+        count = min(3, max_tokens) if self.round % 3 == 0 else 0
+        self.round += 1
+        tokens = torch.zeros((len(self.rows), count), dtype=torch.long)
+        for index, (row, position) in enumerate(zip(self.rows, self.positions, strict=True)):
+            own = self.expected[row, position : position + count]
+            if row % 2 == 0:
+                tokens[index, : len(own)] = own
+        return Proposal(tokens)
+
+    def accept(self, accepted: list[int], bonus: torch.Tensor) -> None:
+        self.positions = [position + count + 1 for position, count in zip(self.positions, accepted, strict=True)]
+
+    def select(self, rows: list[int]) -> None:
+        self.rows = [self.rows[row] for row in rows]
+        self.positions = [self.positions[row] for row in rows]

@@ -20,8 +20,10 @@ def test_self_draft_accepts_whole_blocks_at_every_batch_size(toy_models, rows):
     expected = greedy(big, input_ids, mask, max_new_tokens=32, min_new_tokens=24)
     lengths = (expected[:, 1:] != 0).sum(dim=1)
     assert int(lengths.min()) >= 20
-    # the big model as its own draft, in its own precision (int8_draft=False): every candidate is accepted
-    speculator = Seq2SeqSpeculator(big, big, num_draft_tokens=NUM_DRAFT, adaptive=False, int8_draft=False)
+    # the big model as its own draft, in its own precision (int8_draft=False), never paused: every candidate accepted
+    speculator = Seq2SeqSpeculator(
+        big, big, num_draft_tokens=NUM_DRAFT, adaptive=False, int8_draft=False, pause_draft=False
+    )
     assert_same(speculator.generate(input_ids, mask, max_new_tokens=32, min_new_tokens=24), expected)
     stats = speculator.last_stats
     assert stats.tokens_per_big_forward >= NUM_DRAFT

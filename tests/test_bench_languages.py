@@ -1,4 +1,5 @@
-"""benchmarks/bench_languages.py's held-out sentences: frozen in the repository, held out from every training set."""
+"""benchmarks/bench_languages.py: its held-out sentences (frozen in the repository, held out from every training set)
+and the speculation options a side carries."""
 
 import hashlib
 from pathlib import Path
@@ -58,3 +59,9 @@ def test_short_clips_are_planned_from_the_given_sentences_alone(bench):
     assert all(set(text.split(" ")) <= {"Un.", "Deux."} for text, _, _ in plans)
     assert all(voice in bench.held_out_voices("fr") and 0.9 <= rate <= 1.15 for _, voice, rate in plans)
     assert plans == bench.short_clip_plans("fr", ["Un.", "Deux."], 6, seed=0)
+
+
+def test_a_side_carries_its_own_speculation_options(bench):
+    assert bench.side("shipped=default") == ("shipped", "default", {})
+    name, folder, options = bench.side("unpaused=runs/ml/export,pause_draft=false,num_draft_tokens=3")
+    assert (name, folder, options) == ("unpaused", "runs/ml/export", {"pause_draft": False, "num_draft_tokens": 3})

@@ -5,7 +5,8 @@ The families come from the mappings (``family_models.encoder_decoder_cases``): a
 family adds it here. Each is built tiny from its own default configuration, with outputs that vary from row to row
 (``family_models.varied_model``) and a ragged batch of its own kind of input (token ids, log-mel features through
 its feature extractor, or raw audio), and decoded with a draft that agrees part of the time (per-row and batch-min
-acceptance) and with a one-layer draft of its own that reads its own encoder.
+acceptance), with a one-layer draft of its own that reads its own encoder, and with rounds that propose nothing
+while rows stand at different lengths (a paused draft).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from conftest import assert_same
 from family_models import (
     MAX_NEW_TOKENS,
     FamilyCase,
+    RaggedThenNothing,
     build,
     encoder_decoder_cases,
     greedy,
@@ -52,9 +54,20 @@ def test_family_decodes_as_its_own_greedy_generate(case, acceptance):
     expected = greedy(big, inputs)
     summary = variety(expected, big)  # an equality over one repeated token, or rows all alike, would prove little
     assert summary["lengths"] >= 2 and summary["tokens"] >= 6 and summary["rows"] >= 3, summary
-    speculator = Seq2SeqSpeculator(big, perturbed(big), num_draft_tokens=4, acceptance=acceptance)
+    # never paused (``pause_draft``): the draft's tokens must reach the loop
+    speculator = Seq2SeqSpeculator(big, perturbed(big), num_draft_tokens=4, acceptance=acceptance, pause_draft=False)
     assert_same(speculator.generate(**inputs, max_new_tokens=MAX_NEW_TOKENS), expected)
     assert speculator.last_stats.accepted_draft_tokens > 0  # the loop kept drafted tokens, rows at different lengths
+
+
+@pytest.mark.parametrize("case", SERVED, ids=_ids)
+def test_family_decodes_greedy_with_rounds_that_propose_nothing(case):
+    big, inputs = varied_model(case)
+    expected = greedy(big, inputs)
+    speculator = Seq2SeqSpeculator(big, RaggedThenNothing(expected))
+    assert_same(speculator.generate(**inputs, max_new_tokens=MAX_NEW_TOKENS), expected)
+    stats = speculator.last_stats
+    assert stats.accepted_draft_tokens > 0 and stats.rounds_without_candidates > 0
 
 
 @pytest.mark.parametrize("case", SERVED, ids=_ids)

@@ -11,6 +11,7 @@ from conftest import greedy as greedy_ids
 from family_models import (
     MAX_NEW_TOKENS,
     FamilyCase,
+    RaggedThenNothing,
     build,
     greedy,
     perturbed,
@@ -23,6 +24,7 @@ from transformers import BartForConditionalGeneration
 from seq2spec import Seq2SeqSpeculator
 from seq2spec.commands.toys import random_sources
 from seq2spec.decoding.positions import position_kind
+from seq2spec.decoding.runner import DecoderRunner
 
 M2M100 = FamilyCase("m2m_100", speech=False)
 
@@ -170,6 +172,44 @@ def test_a_decoder_that_ignores_the_layout_is_refused_before_decoding():
     speculator = Seq2SeqSpeculator(broken, perturbed(broken))
     with pytest.raises(NotImplementedError, match="differ from those of generate's one-token steps"):
         speculator.generate(**inputs, max_new_tokens=MAX_NEW_TOKENS)
+
+
+class _SingleTokenMaskDroppingBart(BartForConditionalGeneration):
+    """A decoder that drops its attention mask when fed one token, as LED's does."""
+
+    def forward(self, *args, decoder_input_ids=None, decoder_attention_mask=None, **kwargs):
+        if decoder_input_ids is not None and decoder_input_ids.shape[1] == 1:
+            decoder_attention_mask = None
+        return super().forward(
+            *args, decoder_input_ids=decoder_input_ids, decoder_attention_mask=decoder_attention_mask, **kwargs
+        )
+
+
+@pytest.mark.parametrize(("model_type", "drop", "fed"), [("led", False, 2), ("bart", True, 2), ("bart", False, 1)])
+def test_a_decoder_that_drops_its_mask_for_one_token_is_fed_two(model_type, drop, fed):
+    """Rounds that propose nothing feed one token to a cache whose rows are padded differently: a decoder that then
+    reads every slot (LED's, or one made so) is found by the layout check and fed two tokens, the second's entry cut
+    off again, and decodes as its own greedy generate; a decoder that keeps its mask is fed one."""
+    model, inputs = varied_model(FamilyCase(model_type, speech=False))
+    if drop:
+        dropping = _SingleTokenMaskDroppingBart(model.config).eval()
+        dropping.load_state_dict(model.state_dict())
+        dropping.generation_config = model.generation_config
+        model = dropping
+    expected = greedy(model, inputs)
+    runners = []
+    original = DecoderRunner.forward
+
+    def forward(runner, tokens):
+        runners.append(runner)
+        return original(runner, tokens)
+
+    speculator = Seq2SeqSpeculator(model, RaggedThenNothing(expected))
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(DecoderRunner, "forward", forward)
+        assert_same(speculator.generate(**inputs, max_new_tokens=MAX_NEW_TOKENS), expected)
+    assert speculator.last_stats.rounds_without_candidates > 0
+    assert runners[-1].min_padded_width == fed  # the decoding's runner (the layout check's come first)
 
 
 def test_a_position_module_of_an_unknown_kind_is_refused_at_construction():

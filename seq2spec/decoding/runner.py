@@ -42,8 +42,12 @@ class DecoderRunner:
         *,
         prompt_width: int = 0,
         encoder_output: object = None,
+        min_padded_width: int = 1,
     ) -> None:
         self.model = model
+        # fewest tokens fed per forward while rows are padded: 2 for a decoder that drops its attention mask for a
+        # single token (LED); the extra token's entry is cut off again at once (``layout_check.py`` finds such decoders)
+        self.min_padded_width = min_padded_width
         self.step = step
         self.head = head
         self.exact = exact
@@ -82,6 +86,11 @@ class DecoderRunner:
         if self.step is not None:
             pad = self.pad if padded else None
             return self.step(tokens, self.cache, self.encoder_hidden_states, self.encoder_attention_mask, pad)
+        if padded and length < self.min_padded_width:
+            extra = self.min_padded_width - length
+            logits = self.forward(torch.cat([tokens, tokens[:, -1:].expand(rows, extra)], dim=1))[:, :length]
+            cache_ops.drop_last_entries(self.cache, [extra] * rows)
+            return logits
         mask = None
         if padded:  # a row's padding is in its cache, or (a padded prompt) in the tokens fed first
             mask = (torch.arange(self.cache_length + length, device=self.device)[None, :] >= self.pad[:, None]).long()

@@ -138,6 +138,7 @@ class SpeculativeSearch:
             exact=exact,
             prompt_width=prompt.shape[1],
             encoder_output=encoder_outputs,
+            min_padded_width=verdict.min_padded_width,
         )
         batch = DecodingBatch(
             encoder_inputs=encoder_inputs,

@@ -7,6 +7,7 @@ import torch
 from seq2spec.decoding.fast.transfer import to_device
 from seq2spec.decoding.proposal import DecodingBatch, Proposal, ScoreProcessor
 from seq2spec.decoding.runner import DecoderRunner
+from seq2spec.drafts.gate import DraftGate
 from seq2spec.drafts.schedule import LengthSchedule
 
 
@@ -24,6 +25,8 @@ class DraftModelProposer:
 
     With ``transcript_only`` the draft reads the prompt from ``batch.transcript_start`` on: a Whisper draft then
     sees no previous text or initial prompt, which a draft distilled without them (as the shipped one) reads poorly.
+
+    With a ``gate`` (``gate.py``) a round proposes nothing while the draft's kept tokens do not pay for its steps.
     """
 
     def __init__(
@@ -33,8 +36,10 @@ class DraftModelProposer:
         *,
         min_confidence: float = 0.0,
         transcript_only: bool = True,
+        gate: DraftGate | None = None,
     ) -> None:
         self.runner = runner
+        self.gate = gate
         self.transcript_only = transcript_only
         self.schedule = schedule
         self.min_confidence = min_confidence
@@ -54,10 +59,14 @@ class DraftModelProposer:
         self.eos = torch.tensor(batch.eos_token_ids, dtype=torch.long, device=device)
         self.sample, self.generator = batch.do_sample, batch.generator
         self.schedule.reset(batch.rows)
+        if self.gate is not None:
+            self.gate.reset()
 
     def propose(self, max_tokens: int, process: ScoreProcessor) -> Proposal:
         rows = self.pending.shape[0]
         steps = min(self.schedule.batch_length(), max_tokens)
+        if self.gate is not None:
+            steps = self.gate.steps(steps)
         candidates = torch.empty((rows, 0), dtype=torch.long, device=self.runner.device)
         forwards = 0
         distributions = []
@@ -82,12 +91,16 @@ class DraftModelProposer:
                     break
                 step_input = token[:, None]
         self.candidates = candidates
+        if self.gate is not None:
+            self.gate.proposed(forwards > 0)
         draft_probs = torch.stack(distributions, dim=1) if distributions else None
         return Proposal(candidates, draft_probs=draft_probs, draft_forwards=forwards)
 
     def accept(self, accepted: list[int], bonus: torch.Tensor) -> None:
-        bonus = bonus.to(self.runner.device)[:, None]
         proposed = self.candidates.shape[1]
+        if self.gate is not None:
+            self.gate.verified([min(count, proposed) for count in accepted])
+        bonus = bonus.to(self.runner.device)[:, None]
         if proposed == 0:  # nothing was fed this round: the bonus joins the pending tokens
             self.pending = torch.cat([self.pending, bonus], dim=1)
             return

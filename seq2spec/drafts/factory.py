@@ -12,6 +12,7 @@ from seq2spec.decoding.proposal import DecodingBatch, Proposal, Proposer, ScoreP
 from seq2spec.decoding.runner import DecoderRunner
 from seq2spec.drafts.copy_then_draft import CopyThenDraftProposer
 from seq2spec.drafts.draft_model import DraftModelProposer
+from seq2spec.drafts.gate import DraftGate
 from seq2spec.drafts.graphed_whisper import GraphedWhisperDraft, StaticDraftRunner
 from seq2spec.drafts.input_copy import InputCopyProposer, SourceRewrite
 from seq2spec.drafts.lean_t5 import LEAN_FAMILIES, LeanT5Decoder
@@ -99,6 +100,7 @@ class ProposerFactory:
             draft_schedule,
             min_confidence=options.min_draft_confidence,
             transcript_only=not options.draft_reads_prompt,
+            gate=DraftGate() if options.pause_draft else None,
         )
 
     def _draft_runner(self, batch: DecodingBatch, stats: SpeculationStats) -> DecoderRunner | StaticDraftRunner:

@@ -26,9 +26,10 @@ from seq2spec.decoding.runner import DecoderRunner, EncoderExtras
 
 # source positions a probe row needs at most: cross-attention over more of them checks nothing more of the decoder
 PROBE_SOURCE_POSITIONS = 64
-# per forward after the prompt: the tokens fed to both rows, and how many of them each row keeps (a single token fed
-# while one row is padded: a round that proposes nothing)
-_SCHEDULE = ((4, (4, 2)), (1, (1, 1)), (3, (1, 3)), (3, (3, 2)))
+# per forward after the prompt: the tokens fed to both rows, and how many of them each row keeps
+_SCHEDULE = ((4, (4, 2)), (3, (1, 3)), (3, (3, 2)))
+# a single token fed while one row is padded: a round that proposes nothing
+_SINGLE_TOKEN = ((4, (4, 2)), (1, (1, 1)))
 
 
 def tolerance(dtype: torch.dtype, floor: float) -> float:
@@ -103,16 +104,19 @@ def layout_difference(model: PreTrainedModel, family: Family, row: ProbeRow) -> 
         floor = float((whole - reference).abs().max()) / scale
         layout = _LayoutProbe(model, family, sequence, reference, pristine, encoder_attention_mask, extras, width)
         worst, min_padded_width = layout.worst(schedule, 1), 1
+        single_token = _schedule(width, family.max_fed_tokens, _SINGLE_TOKEN)
+        single = layout.worst(single_token, 1)
     except Exception as error:  # noqa: BLE001 - any failure of the layout is the reason to refuse the model
         failure = f"{type(error).__name__}: {error}"
         return Verdict(f"its decoder fails when fed several tokens per row over a padded cache ({failure})")
     limit = tolerance(encoder_hidden_states.dtype, floor)
-    if worst > limit:  # a decoder that drops its mask for one token (LED) is right when fed two: feed it two
+    if single > limit:  # a decoder that drops its mask for one token (LED) is right when fed two: feed it two
         try:
-            if layout.worst(schedule, 2) <= limit:
-                worst, min_padded_width = 0.0, 2
-        except Exception:  # noqa: BLE001, S110 - the first difference is the reason given
+            min_padded_width = 2
+            single = layout.worst(single_token, 2)
+        except Exception:  # noqa: BLE001 - the difference is the reason given
             pass
+        worst = max(worst, single)
     if worst > limit:
         return Verdict(
             f"its logits with rows at different lengths differ from those of generate's one-token steps by "
@@ -163,11 +167,13 @@ class _LayoutProbe:
         return worst
 
 
-def _schedule(width: int, max_fed: int | None) -> list[tuple[int, tuple[int, int]]]:
-    """Per forward: the tokens fed to both rows (the prompt first) and how many each keeps, no forward feeding more
-    than ``max_fed`` tokens beyond what the prompt needs."""
+def _schedule(
+    width: int, max_fed: int | None, plan: tuple[tuple[int, tuple[int, int]], ...] = _SCHEDULE
+) -> list[tuple[int, tuple[int, int]]]:
+    """Per forward of ``plan``: the tokens fed to both rows (the prompt first) and how many each keeps, no forward
+    feeding more than ``max_fed`` tokens beyond what the prompt needs."""
     schedule = []
-    for index, (fed, kept) in enumerate(_SCHEDULE):
+    for index, (fed, kept) in enumerate(plan):
         room = fed if max_fed is None else max(1, min(fed, max_fed - (width if index == 0 else 0)))
         kept = tuple(min(count, room) for count in kept)
         schedule.append((room + width, (kept[0] + width, kept[1] + width)) if index == 0 else (room, kept))

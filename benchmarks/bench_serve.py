@@ -18,6 +18,7 @@ import json
 import os
 import platform
 import resource
+import shlex
 import socket
 import statistics
 import subprocess
@@ -41,7 +42,7 @@ def free_port() -> int:
 def start_server(args: argparse.Namespace) -> tuple[subprocess.Popen, str]:
     port = free_port()
     command = [sys.executable, "-m", "seq2spec", "serve", "--port", str(port), "--threads", str(args.threads)]
-    command += ["--device", args.device]
+    command += ["--device", args.device, *shlex.split(args.server_flags)]
     server = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     url = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 600
@@ -110,11 +111,13 @@ def run_clients(send, url: str, items: list, clients: int) -> dict:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--clients", type=int, nargs="+", default=[1, 8, 32, 64])
-    parser.add_argument("--audio-clients", type=int, nargs="+", default=[1, 8])
+    parser.add_argument("--audio-clients", type=int, nargs="*", default=[1, 8], help="none: no transcription")
     parser.add_argument("--lines", type=int, default=64)
     parser.add_argument("--clips", type=int, default=16)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--device", default="cpu")
+    parser.add_argument("--server-flags", default="", help="more flags for seq2spec serve, as one string")
+    parser.add_argument("--name", help="results file stem (default serve_cpu or serve_cuda)")
     parser.add_argument("--out", type=Path, default=Path(__file__).parent / "results")
     args = parser.parse_args()
     lines = [line for line in TEXT.read_text(encoding="utf-8").splitlines() if line.strip()][: args.lines]
@@ -123,7 +126,8 @@ def main() -> int:
     rows = []
     try:
         check(url, "Warm up teh speller.")
-        transcribe(url, clips[0])
+        if args.audio_clients:
+            transcribe(url, clips[0])
         for kind, send, items, counts in (
             ("correction", check, lines, args.clients),
             ("transcription", transcribe, clips, args.audio_clients),
@@ -142,8 +146,9 @@ def main() -> int:
     peak_mb = round(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024)
     machine = f"{platform.machine()}, {os.cpu_count()} CPUs, server --threads {args.threads}, {args.device}"
     table = [
-        f"Machine: {machine}; `seq2spec serve` defaults (shipped speller, whisper-base + shipped draft); loopback "
-        f"clients; server peak RSS {peak_mb} MB",
+        f"Machine: {machine}; `seq2spec serve` defaults (shipped speller, whisper-base + shipped draft)"
+        f"{', server flags ' + args.server_flags if args.server_flags else ''}; loopback clients; server peak RSS "
+        f"{peak_mb} MB",
         "",
         "| requests | concurrent clients | count | wall s | requests/s | vs one at a time | p50 s | p95 s | errors | "
         "answered | identical to one at a time |",
@@ -157,8 +162,9 @@ def main() -> int:
             f"{row['answered']} | {'yes' if row['identical'] else 'no'} |"
         )
     args.out.mkdir(parents=True, exist_ok=True)
-    stem = args.out / f"serve_{'cpu' if args.device == 'cpu' else 'cuda'}"
-    Path(f"{stem}.json").write_text(json.dumps({"machine": machine, "peak_mb": peak_mb, "rows": rows}, indent=2) + "\n")
+    stem = args.out / (args.name or f"serve_{'cpu' if args.device == 'cpu' else 'cuda'}")
+    record = {"machine": machine, "server_flags": args.server_flags, "peak_mb": peak_mb, "rows": rows}
+    Path(f"{stem}.json").write_text(json.dumps(record, indent=2) + "\n")
     Path(f"{stem}.md").write_text("\n".join(table) + "\n")
     print("\n".join(table))
     plot(rows, Path(f"{stem}.png"))

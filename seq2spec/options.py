@@ -77,6 +77,12 @@ class SpeculationOptions:
         "(correction tasks)",
     )
     max_copy_tokens: int = _option(32, "longest proposal copied from the source (copies cost no forwards)")
+    fit_copy_width: bool = _option(
+        True,
+        "input copy: cut each round's copied proposals to the width that emits the most tokens per second, by a "
+        "cost per round and per position fitted on the rounds' own times (rows are padded to the longest proposal; "
+        "where positions cost nothing, as on a GPU, proposals stay whole)",
+    )
     spellcheck_copy: bool = _option(
         False,
         "input copy (alone or with a draft model) copies from the source after a classical word-by-word spell check "
@@ -106,6 +112,7 @@ class SpeculationOptions:
             "pause_draft",
             "draft_reads_prompt",
             "input_copy",
+            "fit_copy_width",
             "spellcheck_copy",
         ):
             if not isinstance(getattr(self, name), bool):
@@ -141,6 +148,7 @@ class SpeculationStats:
 
     big_forwards: int = 0
     big_row_forwards: int = 0
+    big_positions: int = 0  # positions fed to the big model's decoder, padding included (rows x width per forward)
     draft_forwards: int = 0
     big_encoder_calls: int = 0
     draft_encoder_calls: int = 0
@@ -170,12 +178,14 @@ class SpeculationStats:
         proposed: list[int] | None,
         copied: list[int] | None,
         draft_forwards: int,
+        positions: int = 0,
     ) -> None:
         """One round of the loop, per live row: candidates accepted, tokens emitted, real candidates proposed (None:
         the round proposed none) and how many of those were copied from the source (None: no copy); with the draft
-        forwards the proposal cost."""
+        forwards the proposal cost and the ``positions`` the big forward was fed."""
         self.big_forwards += 1
         self.big_row_forwards += len(emitted)
+        self.big_positions += positions
         self.generated_tokens += sum(emitted)
         self.draft_forwards += draft_forwards
         if proposed is None:
@@ -201,6 +211,7 @@ class SpeculationStats:
         for name in (
             "big_forwards",
             "big_row_forwards",
+            "big_positions",
             "draft_forwards",
             "big_encoder_calls",
             "draft_encoder_calls",
@@ -219,6 +230,7 @@ class SpeculationStats:
         return {
             "big_forwards": self.big_forwards,
             "big_row_forwards": self.big_row_forwards,
+            "big_positions": self.big_positions,
             "draft_forwards": self.draft_forwards,
             "big_encoder_calls": self.big_encoder_calls,
             "draft_encoder_calls": self.draft_encoder_calls,

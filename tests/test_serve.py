@@ -314,6 +314,24 @@ def test_a_non_local_address_needs_a_key_or_no_auth():
     assert check_access(parse(["serve"])) is None
 
 
+def test_the_speculation_flags_reach_the_speller(monkeypatch):
+    import seq2spec
+    from seq2spec.commands.main import build_parser
+    from seq2spec.commands.serve import build_services
+
+    made = []
+
+    class Recorded:
+        def __init__(self, *arguments, **options):
+            made.append(options)
+
+    monkeypatch.setattr(seq2spec, "Seq2SeqSpeculator", Recorded)
+    args = build_parser().parse_args(["serve", "--no-transcriber", "--no-fit-copy-width", "--num-draft-tokens", "3"])
+    services = build_services(args)
+    assert services.correct is not None and services.transcribe is None
+    assert len(made) == 1 and made[0]["fit_copy_width"] is False and made[0]["num_draft_tokens"] == 3
+
+
 def test_a_full_queue_answers_503_with_retry_after():
     decoding, release = threading.Event(), threading.Event()
 

@@ -50,8 +50,9 @@ def test_spell_checked_sources_are_the_corrected_texts_ids(speller):
 @pytest.mark.parametrize("batch_size", [1, 5])
 def test_spellcheck_copy_equals_greedy_and_keeps_more_copies(speller, batch_size):
     big, small, tokenizer = speller
-    plain = Seq2SeqSpeculator(big, "input-copy", tokenizer)
-    checked = Seq2SeqSpeculator(big, "input-copy", tokenizer, spellcheck_copy=True)
+    # proposals never cut by timing (``fit_copy_width``): the comparison is of what each copy keeps
+    plain = Seq2SeqSpeculator(big, "input-copy", tokenizer, fit_copy_width=False)
+    checked = Seq2SeqSpeculator(big, "input-copy", tokenizer, spellcheck_copy=True, fit_copy_width=False)
     with_draft = Seq2SeqSpeculator(big, small, tokenizer, input_copy=True, spellcheck_copy=True)
     kept = {}
     for name, speculator in (("plain", plain), ("checked", checked), ("with draft", with_draft)):

@@ -25,6 +25,7 @@ from seq2spec.commands.flags import (
     apply_process_settings,
     plain_text,
     positive_int,
+    speculation_changes,
     torch_dtype,
 )
 from seq2spec.whisper.request import LONG_FORMS, TranscriptionRequest
@@ -53,7 +54,8 @@ def build_services(args: argparse.Namespace):
 
     correct = transcribe = None
     if not args.no_speller:
-        speller = Seq2SeqSpeculator(args.speller, device=args.device, dtype=torch_dtype(args.dtype))
+        dtype = torch_dtype(args.dtype)
+        speller = Seq2SeqSpeculator(args.speller, device=args.device, dtype=dtype, **speculation_changes(args))
 
         def correct(lines: list[str]) -> list[str]:
             return [one_line(line) for line in speller.correct(lines, truncate=True)]  # as seq2spec correct writes

@@ -55,7 +55,12 @@ def speculative_decode(
     while rounds.lengths:
         result = rounds.run(rounds.max_tokens(position_limit, fed_limit))
         stats.record_round(
-            result.accepted, result.emitted, result.proposed, result.proposal.copied, result.proposal.draft_forwards
+            result.accepted,
+            result.emitted,
+            result.proposed,
+            result.proposal.copied,
+            result.proposal.draft_forwards,
+            result.positions,
         )
         if any(result.finished):
             if all(result.finished):
@@ -75,6 +80,7 @@ class RoundResult:
     emitted: list[int]
     finished: list[int]
     bonus: torch.Tensor
+    positions: int = 0  # fed to the big model's forward: rows x (last tokens + candidates), padding included
 
     @property
     def proposed(self) -> list[int] | None:
@@ -124,7 +130,8 @@ class Rounds:
         emitted tokens appended to the buffer."""
         proposal = self.proposer.propose(max_tokens, self.process_draft)
         candidates = proposal.tokens.to(self.device)
-        output = self.big.forward(torch.cat([self.last, candidates], dim=1))
+        fed = torch.cat([self.last, candidates], dim=1)
+        output = self.big.forward(fed)
         if self.last is self.prompt:  # the first forward: its logits over the prompt are what some processors read
             for observer in self.plan.prompt_observers:
                 observer.observe_prompt(output[:, : self.prompt_length])
@@ -139,7 +146,7 @@ class Rounds:
         if self.recorder:
             self.recorder.add(self.live_index, first_step, counts, max(counts_host), scores, raw)
         self.lengths = [length + count for length, count in zip(self.lengths, counts_host, strict=True)]
-        return RoundResult(proposal, accepted_host, counts_host, finished_host, bonus)
+        return RoundResult(proposal, accepted_host, counts_host, finished_host, bonus, fed.numel())
 
     def process_draft(
         self, so_far: torch.Tensor, scores: torch.Tensor, rows: torch.Tensor | None = None
@@ -181,7 +188,7 @@ class Rounds:
         self.big.select(keep)
         self.proposer.select(keep)
         accepted, emitted = ([values[position] for position in keep] for values in (result.accepted, result.emitted))
-        return RoundResult(result.proposal, accepted, emitted, [0] * len(keep), bonus)
+        return RoundResult(result.proposal, accepted, emitted, [0] * len(keep), bonus, result.positions)
 
     def cut_back(self, result: RoundResult) -> None:
         """The big model's cache keeps each row's accepted candidates and the token before them, the proposer hears

@@ -21,6 +21,7 @@ from seq2spec.drafts.lean_whisper import LeanWhisperDraft, is_whisper_draft
 from seq2spec.drafts.no_draft import NoDraft
 from seq2spec.drafts.schedule import LengthSchedule
 from seq2spec.drafts.shared_cross import big_cross_states, shared_cross_layers
+from seq2spec.drafts.width import RoundCost, WidthChooser
 from seq2spec.int8 import int8_available
 from seq2spec.options import SpeculationOptions, SpeculationStats
 
@@ -79,6 +80,7 @@ class ProposerFactory:
         self.copy_rewrite: SourceRewrite | None = None
         self._lean: StateCache[LeanParts] = StateCache()  # keyed on the draft's state
         self._graphed: StateCache[GraphedWhisperDraft | None] = StateCache()  # keyed on the lean step
+        self.copy_round_cost = RoundCost()  # the copy's rounds, timed across batches (``fit_copy_width``)
 
     def __call__(self, batch: DecodingBatch, stats: SpeculationStats) -> Proposer:
         options = self.options
@@ -88,7 +90,10 @@ class ProposerFactory:
             options.num_draft_tokens, options.min_draft_tokens, options.max_copy_tokens, "double", options.adaptive
         )
         if self.draft is None:
-            return InputCopyProposer(copy_schedule, self.copy_rewrite) if self.copy else NoDraft()
+            if not self.copy:
+                return NoDraft()
+            width = WidthChooser(self.copy_round_cost) if options.fit_copy_width else None
+            return InputCopyProposer(copy_schedule, self.copy_rewrite, width)
         draft_schedule = LengthSchedule(
             options.num_draft_tokens, options.min_draft_tokens, options.max_draft_tokens, "add", options.adaptive
         )

@@ -10,6 +10,7 @@ import torch
 from seq2spec.decoding.fast.transfer import to_device
 from seq2spec.decoding.proposal import DecodingBatch, Proposal, ScoreProcessor
 from seq2spec.drafts.schedule import LengthSchedule
+from seq2spec.drafts.width import WidthChooser
 
 # rewrites a batch's source token ids into the ids to copy from (a spell-checked source, for instance)
 SourceRewrite = Callable[[list[list[int]]], list[list[int]]]
@@ -108,26 +109,39 @@ class SourceCopy:
 
 class InputCopyProposer:
     """Proposes what follows each row's aligned position in its own source (see ``align``; with ``rewrite``, in the
-    source as ``rewrite`` returns it); no draft forwards."""
+    source as ``rewrite`` returns it); no draft forwards. With ``width``, each round's proposals are cut to the
+    width it chooses (``WidthChooser``: padding rows to the longest proposal costs where positions cost)."""
 
-    def __init__(self, schedule: LengthSchedule, rewrite: SourceRewrite | None = None) -> None:
+    def __init__(
+        self, schedule: LengthSchedule, rewrite: SourceRewrite | None = None, width: WidthChooser | None = None
+    ) -> None:
         self.copy = SourceCopy(schedule)
         self.rewrite = rewrite
+        self.width = width
         self.filler = 0
         self.device: torch.device | str = "cpu"
 
     def start(self, batch: DecodingBatch) -> None:
         self.copy.start(copy_sources(batch, self.rewrite))
         self.filler, self.device = batch.pad_token_id, batch.device
+        if self.width is not None:
+            self.width.start(batch.rows)
 
     def propose(self, max_tokens: int, process: ScoreProcessor) -> Proposal:
         candidates = self.copy.propose(max_tokens)
+        if self.width is not None:
+            width = self.width.choose([len(row) for row in candidates])
+            candidates = self.copy.candidates = [row[:width] for row in candidates]
         counts = [len(row) for row in candidates]
         return Proposal(pad_rows(candidates, self.filler, self.device), counts=counts, copied=counts)
 
     def accept(self, accepted: list[int], bonus: torch.Tensor) -> None:
         rows = len(accepted)
+        if self.width is not None:
+            self.width.verified([len(row) for row in self.copy.candidates], accepted)
         self.copy.follow(self.copy.candidates, accepted, bonus.tolist(), [True] * rows)
 
     def select(self, rows: list[int]) -> None:
         self.copy.select(rows)
+        if self.width is not None:
+            self.width.select(rows)

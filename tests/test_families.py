@@ -29,6 +29,7 @@ from family_models import (
 
 from seq2spec import Seq2SeqSpeculator
 from seq2spec.decoding.families import REFUSED
+from seq2spec.drafts.width import RoundCost
 
 CASES = encoder_decoder_cases()
 SERVED = [case for case in CASES if case.model_type not in REFUSED]
@@ -81,7 +82,7 @@ def test_family_with_a_one_layer_draft_of_its_own(case):
 
 
 @pytest.mark.parametrize("case", [case for case in SERVED if not case.speech], ids=_ids)
-def test_text_family_with_input_copy(case):
+def test_text_family_with_input_copy(case, monkeypatch):
     big, inputs = varied_model(case)
     encoder_embedding = big.get_encoder().get_input_embeddings()
     decoder_embedding = big.get_decoder().get_input_embeddings()
@@ -95,6 +96,12 @@ def test_text_family_with_input_copy(case):
     speculator = Seq2SeqSpeculator(big, "input-copy")
     assert_same(speculator.generate(**inputs, max_new_tokens=MAX_NEW_TOKENS), expected)
     assert speculator.last_stats.proposed_copy_tokens > 0
+    # the copies cut to the narrowest widths (``fit_copy_width`` with a cost that is all positions): still greedy
+    whole = speculator.last_stats.big_positions
+    monkeypatch.setattr(RoundCost, "fitted", lambda self: (0.0, 1.0))
+    cut = Seq2SeqSpeculator(big, "input-copy")
+    assert_same(cut.generate(**inputs, max_new_tokens=MAX_NEW_TOKENS), expected)
+    assert cut.last_stats.big_positions < whole
 
 
 @pytest.mark.parametrize("case", REFUSED_CASES, ids=_ids)

@@ -74,6 +74,10 @@ LANGUAGES = {
         Language("ca", ("ca",), ("ca",), "LATIN", "el la els les del que una per amb és no es"),
         Language("cs", ("cs",), ("cs",), "LATIN", "je se na že pro není jako nebo při být jsou"),
         Language("ko", ("ko",), ("ko",), "HANGUL"),
+        Language("el", ("el",), ("el",), "GREEK"),
+        Language("ar", ("ar",), ("ar",), "ARABIC"),
+        Language("vi", ("vi",), ("vi",), "LATIN", "và của là có không những được trong một các cho này"),
+        Language("fi", ("fi",), ("fi",), "LATIN", "ja on ei se että tai kun jos voi ole tämä sen"),
     )
 }
 # the languages the shipped multilingual draft trained in besides English (the --languages default)
@@ -109,7 +113,7 @@ def catalogue_strings(path: Path) -> list[str]:
     try:
         with path.open("rb") as handle:
             catalogue = gettext.GNUTranslations(handle)._catalog  # noqa: SLF001 - the parsed table, read only
-    except (OSError, UnicodeDecodeError, ValueError):
+    except (OSError, UnicodeDecodeError, ValueError, LookupError, SyntaxError):  # unreadable, or a malformed header
         return []
     return [value for key, value in catalogue.items() if isinstance(value, str) and key]
 

@@ -24,6 +24,7 @@ from seq2spec.drafts.shared_cross import big_cross_states, shared_cross_layers
 from seq2spec.drafts.width import RoundCost, WidthChooser
 from seq2spec.int8 import int8_available
 from seq2spec.options import SpeculationOptions, SpeculationStats
+from seq2spec.whisper.languages import transcribed_languages
 
 LeanParts = tuple[DecoderStep | None, LeanT5Encoder | None]
 
@@ -133,6 +134,9 @@ class ProposerFactory:
         graphed = self.graphed_step(lean)
         if graphed is not None:
             return graphed.runner(encoder_hidden_states, shared)
+        if isinstance(lean, LeanWhisperDraft) and lean.language_tokens:
+            config = (self.big or draft).generation_config
+            lean = lean.for_languages(transcribed_languages(batch.prompt, batch.transcript_start, config))
         runner = DecoderRunner(
             draft,
             family,
@@ -159,9 +163,12 @@ class ProposerFactory:
 
     def graphed_step(self, lean: DecoderStep | None) -> GraphedWhisperDraft | None:
         """Fixed-size-cache runners with CUDA graphs for a lean Whisper draft step on a CUDA device, checked against
-        the lean step once per lean step (a new one comes with new weights, device, dtype or mode)."""
+        the lean step once per lean step (a new one comes with new weights, device, dtype or mode). A draft with
+        languages' tokens scores them all there (a GPU scores the added rows next to free)."""
         if not isinstance(lean, LeanWhisperDraft) or not self.static_draft_cache(lean.embedding.device):
             return None
+        if lean.language_tokens:  # one fixed head for every batch: the slice and every language's tokens
+            lean = lean.for_languages(lean.language_tokens)
         graphs = lean.embedding.device.type == "cuda"
         return self._graphed.get(lean, lambda: GraphedWhisperDraft.checked(lean, self.draft, graphs=graphs))
 

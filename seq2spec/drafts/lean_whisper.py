@@ -17,7 +17,9 @@ model is never run here: a draft's logits choose candidates, the big model decid
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import copy
+from collections import OrderedDict
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 import torch
@@ -29,6 +31,8 @@ from seq2spec.decoding.runner import DecoderRunner
 from seq2spec.drafts.dense import Dense
 from seq2spec.drafts.lean import checked_lean, probe_tolerance
 from seq2spec.int8 import int8_available
+
+WIDENED_HEADS_KEPT = 8  # output heads widened by languages (``for_languages``) kept for the next batches
 
 
 @dataclass(frozen=True)
@@ -71,6 +75,34 @@ class LeanWhisperDraft:
         self.vocabulary = self.embedding.shape[0]
         self.token_ids = getattr(head, "token_ids", None)  # a vocabulary-subset head scores only these
         self.head = Dense(head.weight, getattr(head, "bias", None), int8=int8)
+        # a subset head's whole projection and each language's tokens beyond the subset (``for_languages``)
+        self.full_head = (getattr(head, "full_weight", None), getattr(head, "full_bias", None))
+        self.language_tokens: dict[str, torch.Tensor] = dict(getattr(head, "language_token_ids", None) or {})
+        self._widened: OrderedDict[frozenset[str], LeanWhisperDraft] = OrderedDict()
+
+    def for_languages(self, codes: Iterable[str]) -> LeanWhisperDraft:
+        """This step scoring its slice and the tokens of ``codes`` beyond it (the languages a batch's rows
+        transcribe), or itself where none of them has tokens of its own. The same layers; only the output head
+        differs (its rows taken from the whole projection); the last few are kept for reuse."""
+        key = frozenset(code for code in codes if code in self.language_tokens)
+        if not key or self.token_ids is None or self.full_head[0] is None:
+            return self
+        widened = self._widened.get(key)
+        if widened is None:
+            device = self.token_ids.device
+            added = [self.language_tokens[code].to(device) for code in sorted(key)]
+            token_ids = torch.unique(torch.cat([self.token_ids, *added]))  # sorted, as index_copy_ needs none
+            weight, bias = self.full_head
+            widened = copy.copy(self)
+            widened.token_ids = token_ids
+            rows = token_ids.to(weight.device)
+            widened.head = Dense(weight.detach()[rows], None if bias is None else bias.detach()[rows], int8=self.int8)
+            widened.language_tokens, widened._widened = {}, OrderedDict()
+            self._widened[key] = widened
+            while len(self._widened) > WIDENED_HEADS_KEPT:
+                self._widened.popitem(last=False)
+        self._widened.move_to_end(key)
+        return widened
 
     def _dense(self, weight: torch.Tensor, bias: torch.Tensor | None) -> Dense:
         return Dense(weight, bias, int8=self.int8)

@@ -9,6 +9,11 @@ A draft may also restrict its output projection to a subset of the vocabulary (t
 propose, stored with its weights): base's projection over all 51,865 tokens costs as much as two of its decoder
 layers, and the draft only needs to rank the tokens it can usefully propose. Every other token gets the lowest
 score, so it is never proposed; base, which verifies every proposal, always scores the full vocabulary.
+
+A draft with a slice may also carry, per language, the tokens of that language the slice lacks
+(``language_tokens.safetensors`` beside its weights, made by ``recipes/language_vocabularies.py``): a batch whose rows
+transcribe those languages is scored over the slice and their tokens (``LeanWhisperDraft.for_languages``), so a
+language the slice was not chosen for (Korean, Chinese) still gets its own tokens proposed.
 """
 
 from __future__ import annotations
@@ -27,6 +32,7 @@ WHISPER_BASE_MULTILINGUAL_DRAFT_DIR = Path(__file__).parents[1] / "assets" / "wh
 WEIGHTS_FILE = "decoder.safetensors"
 CONFIG_FILE = "draft_config.json"
 OUTPUT_TOKENS_KEY = "output_token_ids"
+LANGUAGE_TOKENS_FILE = "language_tokens.safetensors"  # language code -> its tokens beyond the slice
 OPTIONS_KEY = "speculation_options"
 
 
@@ -35,7 +41,9 @@ class VocabularySubsetHead(nn.Module):
 
     Its weight rows are copied from ``full`` (a ``Linear`` over the whole vocabulary) once, so a step reads
     ``len(token_ids)`` rows instead of the whole matrix. The logits keep the full vocabulary's shape, so logits
-    processors and the speculative loop see nothing different.
+    processors and the speculative loop see nothing different. ``full_weight`` is ``full``'s weight itself (not a
+    copy) and ``language_token_ids`` each language's tokens beyond ``token_ids`` (empty unless given), from which a
+    batch's scored tokens may be widened (``LeanWhisperDraft.for_languages``).
     """
 
     def __init__(self, full: nn.Linear, token_ids: torch.Tensor) -> None:
@@ -50,6 +58,8 @@ class VocabularySubsetHead(nn.Module):
         self.register_buffer("token_ids", token_ids.to(device))
         self.register_buffer("weight", full.weight.detach()[self.token_ids].clone())
         self.register_buffer("bias", None if full.bias is None else full.bias.detach()[self.token_ids].clone())
+        self.full_weight, self.full_bias = full.weight, full.bias
+        self.language_token_ids: dict[str, torch.Tensor] = {}
 
     def forward(self, hidden: torch.Tensor) -> torch.Tensor:
         subset = nn.functional.linear(hidden, self.weight, self.bias)
@@ -63,6 +73,22 @@ def restrict_output_vocabulary(draft, token_ids: torch.Tensor | Sequence[int]):
     if not isinstance(head, nn.Linear):
         raise TypeError(f"the draft's output projection is a {type(head).__name__}, not a full Linear layer")
     draft.proj_out = VocabularySubsetHead(head, torch.as_tensor(token_ids))
+    return draft
+
+
+def add_language_tokens(draft, tokens: dict[str, torch.Tensor]):
+    """Give a draft with a vocabulary slice each language's tokens beyond it (language code -> token ids), scored
+    for a batch whose rows transcribe that language; returns the draft."""
+    head = draft.proj_out
+    if not isinstance(head, VocabularySubsetHead):
+        raise TypeError("language tokens widen a vocabulary slice; this draft scores every token already")
+    checked = {}
+    for code, ids in tokens.items():
+        ids = torch.as_tensor(ids).flatten().long()
+        if ids.numel() and (bool((ids < 0).any()) or bool((ids >= head.out_features).any())):
+            raise ValueError(f"language tokens of {code!r} must be in [0, {head.out_features})")
+        checked[code] = ids.to(head.token_ids.device)
+    head.language_token_ids = checked
     return draft
 
 
@@ -114,8 +140,8 @@ def draft_from_big_layers(big, layers: Sequence[int]):
 
 
 def save_whisper_draft(draft, directory: str | Path, *, dtype: torch.dtype = torch.float16, **card: object) -> Path:
-    """Write the draft's own weights (``dtype``), its output token ids if it has a subset head, and a small
-    config; the shared parts are not stored."""
+    """Write the draft's own weights (``dtype``), its output token ids if it has a subset head (and its languages'
+    tokens beyond them, if any), and a small config; the shared parts are not stored."""
     from safetensors.torch import save_file
 
     directory = Path(directory)
@@ -125,6 +151,10 @@ def save_whisper_draft(draft, directory: str | Path, *, dtype: torch.dtype = tor
     if subset is not None:
         tensors[OUTPUT_TOKENS_KEY] = subset.to("cpu", torch.int32).contiguous()
         card = {**card, "output_tokens": int(subset.numel())}
+        languages = draft.proj_out.language_token_ids
+        if languages:
+            stored = {code: ids.to("cpu", torch.int32).contiguous() for code, ids in languages.items()}
+            save_file(stored, directory / LANGUAGE_TOKENS_FILE)
     save_file(tensors, directory / WEIGHTS_FILE)
     config = draft.config
     description = {
@@ -213,8 +243,9 @@ def load_whisper_draft(big, directory: str | Path | None = None, *, full_vocabul
     draft saved with a vocabulary subset, that subset's rows of the projection). Stored cross-attention key and value
     projections that are a big layer's as stored (frozen in distillation, as the shipped draft's) become that layer's
     own modules too (``share_frozen_cross_projections``). ``full_vocabulary`` ignores a saved subset and scores
-    every token. Speculation options saved with the draft (``speculation_options`` in its
-    config) ride along as ``draft.seq2spec_options``: ``Seq2SeqSpeculator`` uses them unless given its own.
+    every token; otherwise the languages' tokens saved beside a subset (``LANGUAGE_TOKENS_FILE``) come along.
+    Speculation options saved with the draft (``speculation_options`` in its config) ride along as
+    ``draft.seq2spec_options``: ``Seq2SeqSpeculator`` uses them unless given its own.
     """
     from safetensors.torch import load_file
 
@@ -247,6 +278,8 @@ def load_whisper_draft(big, directory: str | Path | None = None, *, full_vocabul
     share_frozen_cross_projections(draft, big, state)
     if subset is not None and not full_vocabulary:
         restrict_output_vocabulary(draft, subset.long())
+        if (directory / LANGUAGE_TOKENS_FILE).is_file():
+            add_language_tokens(draft, load_file(directory / LANGUAGE_TOKENS_FILE, device=str(parameter.device)))
     # the speculation options the draft was tuned with (seq2spec.options.recommended_options)
     draft.seq2spec_options = dict(description.get(OPTIONS_KEY, {}))
     return draft.eval()

@@ -9,7 +9,7 @@ import torch
 from toy_helpers import build_toy_whisper, toy_features
 
 from seq2spec import Seq2SeqSpeculator
-from seq2spec.drafts.lean_whisper import WIDENED_HEADS_KEPT, LeanWhisperDraft
+from seq2spec.drafts.lean_whisper import WIDENED_HEADS_KEPT, LeanWhisperDraft, transcribed_languages
 from seq2spec.whisper.draft import (
     LANGUAGE_TOKENS_FILE,
     WHISPER_BASE_MULTILINGUAL_DRAFT_DIR,
@@ -20,7 +20,6 @@ from seq2spec.whisper.draft import (
     restrict_output_vocabulary,
     save_whisper_draft,
 )
-from seq2spec.whisper.languages import transcribed_languages
 
 
 @pytest.fixture(scope="module")

@@ -17,14 +17,13 @@ from seq2spec.drafts.graphed_whisper import GraphedWhisperDraft, StaticDraftRunn
 from seq2spec.drafts.input_copy import InputCopyProposer, SourceRewrite
 from seq2spec.drafts.lean_t5 import LEAN_FAMILIES, LeanT5Decoder
 from seq2spec.drafts.lean_t5_encoder import LeanT5Encoder, has_hooks
-from seq2spec.drafts.lean_whisper import LeanWhisperDraft, is_whisper_draft
+from seq2spec.drafts.lean_whisper import LeanWhisperDraft, is_whisper_draft, transcribed_languages
 from seq2spec.drafts.no_draft import NoDraft
 from seq2spec.drafts.schedule import LengthSchedule
 from seq2spec.drafts.shared_cross import big_cross_states, shared_cross_layers
 from seq2spec.drafts.width import RoundCost, WidthChooser
 from seq2spec.int8 import int8_available
 from seq2spec.options import SpeculationOptions, SpeculationStats
-from seq2spec.whisper.languages import transcribed_languages
 
 LeanParts = tuple[DecoderStep | None, LeanT5Encoder | None]
 

@@ -21,6 +21,7 @@ import copy
 from collections import OrderedDict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 import torch.nn.functional as F
@@ -52,6 +53,21 @@ class _Layer:
 def is_whisper_draft(model: PreTrainedModel) -> bool:
     """A decoder-only Whisper draft (``WhisperForCausalLM``) reading the big model's encoder output."""
     return type(model).__name__ == "WhisperForCausalLM"
+
+
+def transcribed_languages(prompt: torch.Tensor, transcript_start: int, config: Any) -> set[str]:
+    """The language codes a Whisper batch's rows transcribe in (rows translating to English left out): each row's
+    language token, the one after its start of transcript (column ``transcript_start`` of ``prompt``), and its task
+    token after that. Empty where the prompt holds no language tokens (an English-only model)."""
+    code_of = {token_id: token.strip("<|>") for token, token_id in (getattr(config, "lang_to_id", None) or {}).items()}
+    translate = (getattr(config, "task_to_id", None) or {}).get("translate")
+    column = transcript_start + 1
+    if not code_of or prompt.shape[1] <= column:
+        return set()
+    languages = prompt[:, column].tolist()
+    tasks = prompt[:, column + 1].tolist() if prompt.shape[1] > column + 1 else [None] * len(languages)
+    rows = zip(languages, tasks, strict=True)
+    return {code_of[token] for token, task in rows if token in code_of and task != translate}
 
 
 class LeanWhisperDraft:

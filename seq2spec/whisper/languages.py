@@ -55,21 +55,6 @@ def detected_languages(model: Any, features: Any) -> list[str]:
     return [code_of[token_id] for token_id in ids.tolist()]
 
 
-def transcribed_languages(prompt: Any, transcript_start: int, config: Any) -> set[str]:
-    """The language codes a Whisper batch's rows transcribe in (rows translating to English left out): each row's
-    language token, the one after its start of transcript (column ``transcript_start`` of ``prompt``), and its task
-    token after that. Empty where the prompt holds no language tokens (an English-only model)."""
-    code_of = {token_id: token.strip("<|>") for token, token_id in (getattr(config, "lang_to_id", None) or {}).items()}
-    translate = (getattr(config, "task_to_id", None) or {}).get("translate")
-    column = transcript_start + 1
-    if not code_of or prompt.shape[1] <= column:
-        return set()
-    languages = prompt[:, column].tolist()
-    tasks = prompt[:, column + 1].tolist() if prompt.shape[1] > column + 1 else [None] * len(languages)
-    rows = zip(languages, tasks, strict=True)
-    return {code_of[token] for token, task in rows if token in code_of and task != translate}
-
-
 def detects_language(model: Any) -> bool:
     """Whether ``model``'s ``generate`` detects each row's language when given none: a multilingual Whisper whose
     generation config names no language (a fine-tuned model's config may, and then that one is used)."""

@@ -134,7 +134,7 @@ class ProposerFactory:
         if graphed is not None:
             return graphed.runner(encoder_hidden_states, shared)
         if isinstance(lean, LeanWhisperDraft) and lean.language_tokens:
-            config = (self.big or draft).generation_config
+            config = (self.big if self.big is not None else draft).generation_config
             lean = lean.for_languages(transcribed_languages(batch.prompt, batch.transcript_start, config))
         runner = DecoderRunner(
             draft,

@@ -6,14 +6,16 @@ from __future__ import annotations
 import random
 
 import pytest
+import torch
 from conftest import greedy
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from transformers import AutoTokenizer, ByT5Tokenizer
 
 from seq2spec import Seq2SeqSpeculator
 from seq2spec.commands.toys import build_toy_model
 from seq2spec.default_models import SPELLER_DIR
+from seq2spec.spelling.decode import TextDecoder
 from seq2spec.spelling.pipeline import SpellingPipeline
 from seq2spec.spelling.protection.layout import Layout
 from seq2spec.spelling.protection.markup import markup_spans
@@ -311,17 +313,19 @@ def toy_speller(speller_tokenizer):
 @needs_weights
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(texts=st.lists(real_texts, min_size=1, max_size=4))
+# a piece alone and in a batch of two flip a near-tie in this toy (see the comment below)
+@example(texts=["**very a Teh and didn’t @maria https://example.org/a?b=1 it’s (**Note:**) https://example.org/a?b=1 "
+                "it https://example.org/a?b=1 "])  # fmt: skip
 def test_correct_with_a_toy_model_loses_nothing_and_is_greedy(texts, toy_speller, speller_tokenizer):
     speculator = Seq2SeqSpeculator(toy_speller, "input-copy", speller_tokenizer)
 
-    def greedy_texts(pieces: list[str]) -> list[str]:
-        outputs = []
-        for piece in pieces:
-            ids = speller_tokenizer(piece, return_tensors="pt")["input_ids"]
-            output = greedy(toy_speller, ids, max_new_tokens=20)[0]
-            outputs.append(speller_tokenizer.decode(output, skip_special_tokens=True))
-        return outputs
+    def greedy_batch(input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
+        return greedy(toy_speller, input_ids, attention_mask, max_new_tokens=20)
 
+    # the reference decodes the same batches: this random T5's logits reach about 670 with the top two 1e-2 apart,
+    # and a piece's encoder states move by 4e-4 when another piece shares its batch (the CPU kernels differ by
+    # shape), enough to flip such a tie in plain ``generate`` too
+    greedy_texts = TextDecoder(speller_tokenizer, greedy_batch, batch_size=2)
     corrected = speculator.correct(texts, max_new_tokens=20, batch_size=2)
     assert corrected == SpellingPipeline(SpellingSettings(), greedy_texts, tokenizer=speller_tokenizer)(texts)
     for text, output in zip(texts, corrected, strict=True):

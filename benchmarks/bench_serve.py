@@ -108,6 +108,12 @@ def run_clients(send, url: str, items: list, clients: int) -> dict:
     }
 
 
+def decoding(url: str, kind: str) -> dict:
+    """The server's batcher statistics for ``kind`` (``/health``): batches decoded and seconds spent decoding."""
+    batcher = "text" if kind == "correction" else "audio"
+    return requests.get(f"{url}/health", timeout=10).json()["batches"][batcher]
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--clients", type=int, nargs="+", default=[1, 8, 32, 64])
@@ -134,7 +140,11 @@ def main() -> int:
         ):
             reference = None
             for clients in counts:
+                before = decoding(url, kind)
                 row = run_clients(send, url, items, clients)
+                after = decoding(url, kind)
+                row["batches"] = after["batches"] - before["batches"]
+                row["decode_s"] = round(after["decode_seconds"] - before["decode_seconds"], 2)
                 answers = row.pop("answers")
                 reference = reference or answers
                 row["identical"] = answers == reference
@@ -151,15 +161,15 @@ def main() -> int:
         f"{peak_mb} MB",
         "",
         "| requests | concurrent clients | count | wall s | requests/s | vs one at a time | p50 s | p95 s | errors | "
-        "answered | identical to one at a time |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|",
+        "answered | identical to one at a time | batches | decoding s |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|",
     ]
     for row in rows:
         base = next(r for r in rows if r["kind"] == row["kind"] and r["clients"] == 1)["throughput_per_s"]
         table.append(
             f"| {row['kind']} | {row['clients']} | {row['requests']} | {row['wall_s']} | {row['throughput_per_s']} | "
             f"{row['throughput_per_s'] / base:.2f} | {row['p50_s']} | {row['p95_s']} | {row['errors']} | "
-            f"{row['answered']} | {'yes' if row['identical'] else 'no'} |"
+            f"{row['answered']} | {'yes' if row['identical'] else 'no'} | {row['batches']} | {row['decode_s']} |"
         )
     args.out.mkdir(parents=True, exist_ok=True)
     stem = args.out / (args.name or f"serve_{'cpu' if args.device == 'cpu' else 'cuda'}")

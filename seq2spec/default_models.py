@@ -25,6 +25,7 @@ SPELLER_SENTENCE_CHARS = 140  # the longest training sentence of the shipped spe
 # purpose kept, text in another script or confidently in another language (it knows English only) returned as written
 # (seq2spec.spelling.languages), and so is a text it looped on.
 SPELLER_SETTINGS = SpellingSettings(
+    language="en",
     split_longer_than=SPELLER_SENTENCE_CHARS,
     fold_capitals=True,
     check_capitals=True,

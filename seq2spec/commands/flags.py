@@ -53,6 +53,16 @@ def speculation_changes(args: argparse.Namespace) -> dict[str, Any]:
     return {name: getattr(args, name) for name in SpeculationOptions.field_names() if getattr(args, name) is not None}
 
 
+def language_code(text: str) -> str:
+    """``--language``: a language code (checked as ``SpellingSettings`` checks it), or auto (None: told per text)."""
+    if text.lower() == "auto":
+        return "auto"
+    try:
+        return SpellingSettings(language=text).language
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+
+
 def add_spelling_flags(parser: argparse.ArgumentParser) -> None:
     """One flag per ``SpellingSettings`` field a command line can give, with its help text; a flag left out keeps the
     model's own setting (the shipped speller carries its own) or else the dataclass default."""
@@ -72,6 +82,8 @@ def add_spelling_flags(parser: argparse.ArgumentParser) -> None:
             kind = {"type": rule_names_list, "metavar": "RULE,RULE"}
         elif setting.name == "split_longer_than":
             kind, text = {"type": nonnegative_int, "metavar": "CHARS"}, text + "; 0: whole"
+        elif setting.name == "language":
+            kind = {"type": language_code, "metavar": "CODE"}
         else:
             kind = {"type": float, "metavar": "NATS"}
         group.add_argument(flag_name(setting.name), dest=setting.name, default=None, help=text, **kind)
@@ -84,6 +96,8 @@ def spelling_changes(args: argparse.Namespace) -> dict[str, Any]:
     changes = {name: value for name, value in changes.items() if value is not None}
     if changes.get("split_longer_than") == 0:
         changes["split_longer_than"] = None
+    if changes.get("language") == "auto":
+        changes["language"] = None
     return changes
 
 

@@ -54,13 +54,15 @@ class Job:
 
 @dataclass
 class BatcherStats:
-    """What a batcher did: calls of ``decode``, rows and jobs decoded, jobs dropped before decoding."""
+    """What a batcher did: calls of ``decode``, rows and jobs decoded, jobs dropped before decoding, seconds spent in
+    ``decode``."""
 
     batches: int = 0
     rows: int = 0
     jobs: int = 0
     dropped: int = 0
     largest_batch: int = 0
+    decode_seconds: float = 0.0
 
 
 @dataclass
@@ -184,6 +186,7 @@ class Batcher:
             self._refill_rows = len(rows) + self._waiting_rows  # its clients back, and the rows that came meanwhile
             self._refill_until = ended + min(self.refill_share * (ended - started), self.max_refill_seconds)
         self.stats.batches += 1
+        self.stats.decode_seconds += ended - started
         self.stats.rows += len(rows)
         self.stats.jobs += len(live)
         self.stats.largest_batch = max(self.stats.largest_batch, len(rows))

@@ -18,9 +18,9 @@ from typing import Any
 from seq2spec.spelling.capital_check import CapitalCheck, Scorer
 from seq2spec.spelling.capitals import fold_capitals
 from seq2spec.spelling.dictionary_words import keep_dictionary_words_of
-from seq2spec.spelling.languages import in_other_language, quote_in_other_language
+from seq2spec.spelling.languages import in_other_language, not_english, quote_in_other_language
 from seq2spec.spelling.pieces import PiecedTexts
-from seq2spec.spelling.protection import Layout, RuleSet, TokenizerWriting, text_apostrophe
+from seq2spec.spelling.protection import ENGLISH_RULES, Layout, RuleSet, TokenizerWriting, text_apostrophe
 from seq2spec.spelling.repeated_words import keep_repeated_words_of
 from seq2spec.spelling.settings import SpellingSettings
 from seq2spec.spelling.varieties import keep_spelling_varieties_of
@@ -102,9 +102,9 @@ class SpellingPipeline:
         writing = _writing(self.tokenizer)
         apostrophes = {owner.index: text_apostrophe(texts[owner.index]) for owner in owners}
         quote_kept = quote_in_other_language if self.settings.keep_other_languages else None
-        rules = RuleSet(frozenset(self.settings.protection_off))
+        rules_for = _rules_by_language(self.settings)
         layouts = [
-            Layout.of(piece, writing, apostrophes[owner.index], quote_kept, rules)
+            Layout.of(piece, writing, apostrophes[owner.index], quote_kept, rules_for(piece))
             for piece, owner in zip(pieces, owners, strict=True)
         ]
         outputs = list(pieces)
@@ -164,6 +164,17 @@ class SpellingPipeline:
         if settings.keep_repeated_words:
             outputs = keep_repeated_words_of(texts, outputs)
         return outputs
+
+
+def _rules_by_language(settings: SpellingSettings) -> Callable[[str], RuleSet]:
+    """The protection rules for a text: those in force, less the English ones (``ENGLISH_RULES``) where the text is
+    not English (``settings.texts_in_english``; told per text by ``not_english``)."""
+    off = frozenset(settings.protection_off)
+    rules, other = RuleSet(off), RuleSet(off | ENGLISH_RULES)
+    english = settings.texts_in_english
+    if english is not None:
+        return lambda text: rules if english else other
+    return lambda text: other if not_english(text) else rules
 
 
 BYTE_ORDER_MARK = "\ufeff"

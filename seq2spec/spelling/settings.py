@@ -7,6 +7,7 @@ gets the defaults. The commands derive their flags from the fields and their hel
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field, fields, replace
 from typing import Any
@@ -21,6 +22,22 @@ DEFAULT_LONG_WORD_MARGIN = 12.0  # a word in lower case of five letters or more
 DEFAULT_CHANGE_MARGIN = 5.0  # a dictionary word the model changed into another
 DEFAULT_NEARER_MARGIN = 6.0  # a non-word the model made into a dictionary word farther than another
 DEFAULT_CONTEXT_MARGIN = 3.5  # a non-word the model made into a word rarer beside its neighbours than another
+
+
+# the steps of an English corrector: they read English dictionaries or tell English from other languages
+ENGLISH_STEPS = (
+    "fold_capitals",
+    "check_capitals",
+    "check_words",
+    "check_changes",
+    "check_nearer_words",
+    "check_context_words",
+    "keep_dictionary_words",
+    "keep_unknown_words",
+    "keep_spelling_varieties",
+    "keep_other_languages",
+)
+_LANGUAGE_CODE = re.compile(r"[a-z]{2,3}(?:[-_][a-z0-9]{2,8})*")
 
 
 def _setting(default: Any, description: str, **metadata: Any) -> Any:
@@ -43,6 +60,14 @@ class SpellingSettings:
         (),
         "the protection rules and readings to switch off, by name (seq2spec.spelling.protection.rule_names(): names, "
         "code_spans, technical, informal, current_words, place_names, markup, shouted, ...)",
+    )
+    language: str | None = _setting(
+        None,
+        "the language of the texts (a code such as en, de, ru): en applies protect's English rules and readings "
+        "(names, informal words, contractions read with their apostrophe, ...) to every text, another code to none "
+        "and refuses the steps of an English corrector; None (auto): to each text (or sentence piece) but those mostly "
+        "in another script or that the language detector takes for another language, and to every text where a step "
+        "of an English corrector is on",
     )
     split_longer_than: int | None = _setting(
         None,
@@ -144,8 +169,31 @@ class SpellingSettings:
             raise TypeError(f"protection_off must be a sequence of rule names, got {self.protection_off!r}")
         object.__setattr__(self, "protection_off", tuple(self.protection_off))
         RuleSet(frozenset(self.protection_off))  # an unknown name is a ValueError that lists the rules
+        language = self.language
+        if language is not None and (not isinstance(language, str) or not _LANGUAGE_CODE.fullmatch(language.lower())):
+            raise ValueError(f"language must be a language code such as 'en' or 'de', or None; got {language!r}")
+        object.__setattr__(self, "language", None if language is None else language.lower())
+        english_steps = self.english_steps
+        if english_steps and self.language not in (None, "en"):
+            raise ValueError(
+                f"{', '.join(english_steps)} read English dictionaries, for an English corrector; with "
+                f"language={self.language!r} switch them off"
+            )
         if self.unchanged is not None and not callable(self.unchanged):
             raise TypeError(f"unchanged must be a function of a text, or None; got {self.unchanged!r}")
+
+    @property
+    def english_steps(self) -> tuple[str, ...]:
+        """The steps on that are an English corrector's (they read English dictionaries or detect English)."""
+        return tuple(name for name in ENGLISH_STEPS if getattr(self, name))
+
+    @property
+    def texts_in_english(self) -> bool | None:
+        """Whether every text is English (True), none is (False), or each is told apart (None): ``language``, with
+        None taken for English where an English corrector's step is on."""
+        if self.language is None:
+            return True if self.english_steps else None
+        return self.language == "en"
 
     @property
     def checks_scores(self) -> bool:

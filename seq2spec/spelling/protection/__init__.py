@@ -64,12 +64,13 @@ The rules are one table, ``rules.RULES`` (a name, what it keeps, how it finds it
 from __future__ import annotations
 
 from seq2spec.spelling.protection.layout import Layout, text_apostrophe
-from seq2spec.spelling.protection.rules import ALL_RULES, READINGS, RULES, Rule, RuleSet, rule_names
+from seq2spec.spelling.protection.rules import ALL_RULES, ENGLISH_RULES, READINGS, RULES, Rule, RuleSet, rule_names
 from seq2spec.spelling.protection.word import Kind, Word
 from seq2spec.spelling.protection.writing import TokenizerWriting
 
 __all__ = [
     "ALL_RULES",
+    "ENGLISH_RULES",
     "READINGS",
     "RULES",
     "Kind",

@@ -52,17 +52,18 @@ class Layout:
             if quote_kept(quotation_text(words[start:end])):
                 kept.update(range(start, end))
         shouted = shouted_words(words) - kept if rules.reads("shouted") else set()
+        contractions = rules.reads("contractions")
         laid = [
-            shouted_word(token, writing, rules.keeps_word)
+            shouted_word(token, writing, rules.keeps_word, contractions=contractions)
             if index in shouted
-            else read_word(token, writing, index in kept or rules.keeps_word(token))
+            else read_word(token, writing, index in kept or rules.keeps_word(token), contractions=contractions)
             for index, token in enumerate(words)
         ]
         if shouted:
             read_shouted_code_lower(laid)
             sentence_case(laid)
         for index, (read, markup) in markup_spans(words).items() if rules.reads("markup") else ():
-            inner = read_word(read, writing, index in kept or rules.keeps_word(read))  # read without its markup
+            inner = read_word(read, writing, index in kept or rules.keeps_word(read), contractions=contractions)
             free = inner.kind is Kind.FREE
             laid[index] = Word(words[index], inner.reads, inner.kind if free else Kind.KEPT, markup if free else None)
         for index, whole in broken_words(words).items() if rules.reads("broken_words") else ():

@@ -93,7 +93,27 @@ READINGS = {
     "markup": "a word in Markdown emphasis, a link's text or an inline HTML tag read without the markup",
     "broken_words": "a word broken by a hyphen at a line's end read whole, both parts kept as written",
     "shouted": "the words of a text written in capitals read in sentence case and written back in capitals",
+    "contractions": "a contraction written without its apostrophe that is no English word read with it (Im, dont)",
 }
+
+# the rules and readings of English alone, off for a text in another language (``SpellingSettings.language``): they
+# would keep its nouns as names and read the German "im" as "I'm"
+ENGLISH_RULES = frozenset(
+    {
+        "names",
+        "foreign_phrases",
+        "name_runs",
+        "honorifics",
+        "archaic_pronouns",
+        "archaic_verbs",
+        "greetings",
+        "address_abbreviations",
+        "clinical_abbreviations",
+        "informal",
+        "current_words",
+        "contractions",
+    }
+)
 
 
 def rule_names() -> tuple[str, ...]:

@@ -68,13 +68,15 @@ def _first_letter_capital(word: str) -> str:
     return word
 
 
-def shouted_word(token: str, writing: TokenizerWriting, keeps_word: Callable[[str], bool]) -> Word:
-    """A word of ``shouted_words``: read in lower case, its output written in capitals; kept as written where
-    ``keeps_word`` keeps it in lower case."""
+def shouted_word(
+    token: str, writing: TokenizerWriting, keeps_word: Callable[[str], bool], *, contractions: bool = True
+) -> Word:
+    """A word of ``shouted_words``: read in lower case (``read_word``'s ``contractions``), its output written in
+    capitals; kept as written where ``keeps_word`` keeps it in lower case."""
     reads = token.lower()
     if WORD_CORE.match(token).group(1)[:2] in _I_CONTRACTION:  # "I'll", not the informal "i'll"
         reads = _first_letter_capital(reads)
-    word = read_word(reads, writing, keeps_word(reads))
+    word = read_word(reads, writing, keeps_word(reads), contractions=contractions)
     if word.kind is not Kind.FREE:
         return read_word(token, writing, True)
     return Word(token, word.reads, Kind.FREE, word.markup, shouted=True)

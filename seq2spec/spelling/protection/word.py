@@ -117,9 +117,10 @@ def _with_apostrophe(token: str) -> str:
 _LONG_SYMBOL_RUN = re.compile(r"(.)\1{3,}", re.DOTALL)
 
 
-def read_word(token: str, writing: TokenizerWriting, kept: bool = False) -> Word:
+def read_word(token: str, writing: TokenizerWriting, kept: bool = False, *, contractions: bool = True) -> Word:
     """``token`` as the model reads it: a word a rule ``kept`` (or one longer than ``LONGEST_WORD``) as a kept word,
-    others mapped or free as the module docstring of ``seq2spec.spelling.protection`` says."""
+    others mapped or free as the module docstring of ``seq2spec.spelling.protection`` says (with ``contractions``, an
+    English contraction written without its apostrophe read with it)."""
     if len(token) > LONGEST_WORD:
         return Word(token, "", Kind.KEPT)
     written = writing.writes(token)
@@ -131,7 +132,7 @@ def read_word(token: str, writing: TokenizerWriting, kept: bool = False) -> Word
         if writing.writes(reads):
             return Word(token, reads, Kind.MAPPED)  # "isn`t" read "isn't"
     if written:
-        return Word(token, _with_apostrophe(token), Kind.FREE)
+        return Word(token, _with_apostrophe(token) if contractions else token, Kind.FREE)
     reads = writing.stand_in(token)
     unwritable = [c for c in token if not writing.writes(c)]
     if all(c in TYPOGRAPHIC for c in unwritable) and len(reads) == len(token) + 2 * token.count("\u2026"):

@@ -67,11 +67,23 @@ class TokenizerWriting:
 def barely_written(tokenizer) -> frozenset[str]:
     """The non-ASCII characters a vocabulary of characters (sentencepiece, WordPiece) holds as pieces of their own
     but inside no longer piece: the model met them too rarely to learn any word with them (the shipped speller's
-    2,048 pieces have one, ``í``). Byte-level vocabularies hold no such characters."""
+    2,048 pieces have one, ``í``). Byte-level vocabularies hold no such characters: ByT5's lists a byte as the
+    Latin-1 character of its value (``é`` for 0xE9), but writes ``é`` as its two UTF-8 bytes, never as that piece."""
     try:
-        pieces = [piece.lstrip("\u2581") for piece in tokenizer.get_vocab()]
+        vocabulary = tokenizer.get_vocab()
     except (AttributeError, NotImplementedError, TypeError):
         return frozenset()
+    pieces = [piece.lstrip("\u2581") for piece in vocabulary]
     alone = {piece for piece in pieces if len(piece) == 1 and not piece.isascii()}
     inside = {character for piece in pieces if len(piece) > 1 for character in piece if character in alone}
-    return frozenset(alone - inside)
+    return frozenset(character for character in alone - inside if _written_as_own_piece(tokenizer, character))
+
+
+def _written_as_own_piece(tokenizer, character: str) -> bool:
+    """Whether ``tokenizer`` writes ``character`` with its own piece (not as bytes or other pieces)."""
+    try:
+        ids = tokenizer(character, add_special_tokens=False)["input_ids"]
+    except (TypeError, ValueError):
+        return True
+    pieces = (tokenizer.convert_ids_to_tokens(i) for i in ids if i != tokenizer.unk_token_id)
+    return [piece for piece in (piece.lstrip("\u2581") for piece in pieces) if piece] == [character]

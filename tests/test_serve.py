@@ -22,10 +22,12 @@ from starlette.datastructures import FormData
 from synthetic_audio import tone
 
 from seq2spec import Seq2SeqSpeculator
+from seq2spec.serve import languagetool
 from seq2spec.serve.app import Limits, Services, build_app
 from seq2spec.serve.batching import Batcher, QueueFull
 from seq2spec.serve.languagetool import changes, lines_with_offsets, utf16_offsets
 from seq2spec.serve.transcriptions import TranscriptionForm, transcriber
+from seq2spec.spelling.settings import SpellingSettings
 from seq2spec.whisper.languages import language_name
 from seq2spec.whisper.records import records_one_by_one_on_failure, render
 from seq2spec.whisper.request import TranscriptionRequest, WhisperDecoding
@@ -88,7 +90,7 @@ def whisper(toy_whisper_dirs) -> Seq2SeqSpeculator:
 @pytest.fixture(scope="module")
 def server(speller, whisper):
     services = Services(
-        correct=lambda lines: speller.correct(lines, truncate=True),
+        correct=lambda lines, language: speller.correct(lines, truncate=True),
         transcribe=transcriber(whisper, TranscriptionRequest(long_form="batched", batch_size=4)),
         limits=Limits(max_body_bytes=2 * 2**20, max_text_characters=5_000, max_audio_seconds=600),
     )
@@ -285,11 +287,86 @@ def test_no_file_and_too_large_bodies_are_refused(server):
     assert server.alive()
 
 
+# ----------------------------------------------------------------------------- a speller of other languages
+
+
+def test_a_speller_of_other_languages_corrects_each_request_in_its_own(tmp_path):
+    seen: list[tuple[str, str | None]] = []
+
+    def correct(lines: list[str], language: str | None) -> list[str]:
+        seen.extend((line, language) for line in lines)
+        return [line.upper() if language == "de" else line.lower() for line in lines]
+
+    running = Running(Services(correct=correct, transcribe=None, speller_languages=("de", "en")))
+    try:
+        listed = requests.get(f"{running.url}/v2/languages", timeout=10).json()
+        assert {"name": "German (Austria)", "code": "de", "longCode": "de-AT"} in listed
+        assert {"name": "English (US)", "code": "en", "longCode": "en-US"} in listed
+        tool = language_tool_python.LanguageTool("de-DE", remote_server=running.url)
+        text = "Ein Tset.\nNoch einer."
+        assert language_tool_python.utils.correct(text, tool.check(text)) == text.upper()
+        english = requests.post(f"{running.url}/v2/check", data={"language": "en-GB", "text": "A TSET."}, timeout=60)
+        assert english.json()["language"]["name"] == "English (GB)"
+        assert [m["replacements"][0]["value"] for m in english.json()["matches"]] == ["a", "tset"]
+        auto = requests.post(f"{running.url}/v2/check", data={"language": "auto", "text": "Wer?"}, timeout=60)
+        assert auto.status_code == 200 and auto.json()["language"]["code"] == "de-DE"
+        assert seen == [("Ein Tset.", "de"), ("Noch einer.", "de"), ("A TSET.", "en"), ("Wer?", None)]
+        refused = requests.post(f"{running.url}/v2/check", data={"language": "fr", "text": "Un tset."}, timeout=60)
+        assert refused.status_code == 400 and "de-AT" in refused.json()["error"]["message"]
+        with concurrent.futures.ThreadPoolExecutor(8) as pool:  # requests in two languages: a batch for each
+            answers = list(
+                pool.map(
+                    lambda index: requests.post(
+                        f"{running.url}/v2/check",
+                        data={"language": "de-CH" if index % 2 else "en-US", "text": f"Zeile {index}"},
+                        timeout=60,
+                    ).json(),
+                    range(8),
+                )
+            )
+        for index, answer in enumerate(answers):
+            text = f"Zeile {index}"
+            matches = [language_tool_python.Match(match, text) for match in answer["matches"]]
+            assert language_tool_python.utils.correct(text, matches) == (text.upper() if index % 2 else text.lower())
+    finally:
+        running.stop()
+
+
+def test_one_speller_language_is_what_auto_means():
+    seen = []
+    running = Running(Services(correct=lambda lines, language: seen.append(language) or lines, transcribe=None,
+                               speller_languages=("ru",)))  # fmt: skip
+    try:
+        answer = requests.post(f"{running.url}/v2/check", data={"language": "auto", "text": "Привет"}, timeout=60)
+        assert answer.json()["language"] == {
+            "name": "Russian (Russia)",
+            "code": "ru-RU",
+            "detectedLanguage": {"name": "Russian (Russia)", "code": "ru-RU", "confidence": 1.0, "source": "seq2spec"},
+        }
+        assert seen == ["ru"]
+    finally:
+        running.stop()
+
+
+def test_the_speller_languages_flag_is_checked(capsys):
+    from seq2spec.commands.main import build_parser, main
+
+    parse = build_parser().parse_args
+    assert parse(["serve"]).speller_languages == ["en"]
+    assert parse(["serve", "--speller-languages", "DE, en,de"]).speller_languages == ["de", "en"]
+    with pytest.raises(SystemExit):
+        parse(["serve", "--speller-languages", "German!"])
+    # the shipped speller's steps are an English corrector's: it cannot serve German
+    assert main(["serve", "--no-transcriber", "--speller-languages", "de"]) == 2
+    assert "fold_capitals" in capsys.readouterr().err
+    assert languagetool.languages(("xx",)) == ({"name": "xx", "code": "xx", "longCode": "xx"},)
+
+
 # ----------------------------------------------------------------------------- access, queue, protocol pieces
 
 
 def test_an_api_key_is_required_where_one_is_set(speller):
-    running = Running(Services(correct=lambda lines: speller.correct(lines), transcribe=None, api_key="secret"))
+    running = Running(Services(correct=lambda lines, _: speller.correct(lines), transcribe=None, api_key="secret"))
     try:
         url = f"{running.url}/v2/check"
         data = {"language": "en-US", "text": "Thsi"}
@@ -322,6 +399,8 @@ def test_the_speculation_flags_reach_the_speller(monkeypatch):
     made = []
 
     class Recorded:
+        spelling = SpellingSettings()
+
         def __init__(self, *arguments, **options):
             made.append(options)
 
@@ -335,7 +414,7 @@ def test_the_speculation_flags_reach_the_speller(monkeypatch):
 def test_a_full_queue_answers_503_with_retry_after():
     decoding, release = threading.Event(), threading.Event()
 
-    def slow(lines):
+    def slow(lines, language):
         decoding.set()
         release.wait(30)
         return lines
@@ -533,7 +612,7 @@ def test_sigterm_answers_the_request_in_flight_then_stops(tmp_path):
 
 
 def test_a_decoding_fault_answers_500_as_json_and_the_server_stays_up():
-    def broken(lines):
+    def broken(lines, language):
         raise RuntimeError("a fault in the model")
 
     running = Running(Services(correct=broken, transcribe=None, limits=Limits(max_waiting_rows=3)))

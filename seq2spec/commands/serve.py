@@ -33,6 +33,19 @@ from seq2spec.whisper.request import LONG_FORMS, TranscriptionRequest
 LOCAL_HOSTS = ("127.0.0.1", "localhost", "::1")
 
 
+def language_codes(text: str) -> list[str]:
+    """``--speller-languages``: language codes, comma-separated, each checked as ``SpellingSettings`` checks it."""
+    from seq2spec.spelling.settings import SpellingSettings
+
+    codes = [code.strip() for code in text.split(",") if code.strip()]
+    if not codes:
+        raise argparse.ArgumentTypeError("name at least one language code, such as en")
+    try:
+        return list(dict.fromkeys(SpellingSettings(language=code).language for code in codes))
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+
+
 def check_access(args: argparse.Namespace) -> str | None:
     """The API key the server requires (None: none); an error message when the address needs one and none is set."""
     key = args.api_key or os.environ.get("SEQ2SPEC_API_KEY") or None
@@ -56,9 +69,12 @@ def build_services(args: argparse.Namespace):
     if not args.no_speller:
         dtype = torch_dtype(args.dtype)
         speller = Seq2SeqSpeculator(args.speller, device=args.device, dtype=dtype, **speculation_changes(args))
+        for code in args.speller_languages:
+            speller.spelling.updated(language=code)  # a ValueError where the speller's steps are English alone
 
-        def correct(lines: list[str]) -> list[str]:
-            return [one_line(line) for line in speller.correct(lines, truncate=True)]  # as seq2spec correct writes
+        def correct(lines: list[str], language: str | None) -> list[str]:
+            said = {} if language is None else {"language": language}  # None: auto, the speller's own setting
+            return [one_line(line) for line in speller.correct(lines, truncate=True, **said)]  # as `correct` writes
 
     if not args.no_transcriber:
         request = TranscriptionRequest(long_form=args.long_form, batch_size=args.batch_size)
@@ -80,6 +96,7 @@ def build_services(args: argparse.Namespace):
         text_batch_rows=args.text_batch_size,
         audio_batch_rows=args.batch_size,
         version=version("seq2spec"),
+        speller_languages=tuple(args.speller_languages),
     )
 
 
@@ -103,7 +120,12 @@ def run(args: argparse.Namespace) -> int:
     if args.no_speller and args.no_transcriber:
         print("seq2spec serve: --no-speller and --no-transcriber leave nothing to serve", file=sys.stderr)
         return 2
-    app = build_app(build_services(args))
+    try:
+        services = build_services(args)
+    except ValueError as refused:  # a speller that cannot correct the languages named
+        print(f"seq2spec serve: {refused}", file=sys.stderr)
+        return 2
+    app = build_app(services)
     config = uvicorn.Config(
         app, host=args.host, port=args.port, log_level=args.log_level, timeout_graceful_shutdown=args.graceful_seconds
     )
@@ -124,6 +146,15 @@ def add_parser(commands) -> argparse.ArgumentParser:
     serve.add_argument("--api-key", help="key clients must send as 'Authorization: Bearer KEY' (env SEQ2SPEC_API_KEY)")
     serve.add_argument("--no-auth", action="store_true", help="serve without a key on any address")
     serve.add_argument("--speller", help="speller model: hub name or local path (default: the shipped speller)")
+    serve.add_argument(
+        "--speller-languages",
+        type=language_codes,
+        default=["en"],
+        metavar="CODE,CODE",
+        help="the languages /v2/check accepts, with LanguageTool's regional codes (default en; de,en for a speller of "
+        "German and English): each request's lines are corrected with its language (SpellingSettings.language; "
+        "auto: the speller's own setting)",
+    )
     serve.add_argument("--no-speller", action="store_true", help="serve transcription only")
     serve.add_argument("--model", help="Whisper model: hub name or local path (default: the embedded whisper-base)")
     serve.add_argument("--assistant", help="Whisper draft: name, path or 'none' (default: the shipped draft)")

@@ -38,11 +38,12 @@ class Limits:
 
 @dataclass
 class Services:
-    """What the server decodes with: ``correct(lines) -> lines`` (None: no speller), ``transcribe(rows, options)
-    -> records``, a row ``(path, language code or None)`` (None: no transcriber), the name clients see for the
-    Whisper model, and the API key (None: open)."""
+    """What the server decodes with: ``correct(lines, language) -> lines`` (None: no speller; ``language``: the code
+    of one of ``speller_languages`` the request named, or None for auto), ``transcribe(rows, options) -> records``, a
+    row ``(path, language code or None)`` (None: no transcriber), the name clients see for the Whisper model, and the
+    API key (None: open)."""
 
-    correct: Callable[[list[str]], list[str]] | None
+    correct: Callable[[list[str], str | None], list[str]] | None
     transcribe: Callable[[list[tuple[str, str | None]], Hashable], list[dict[str, Any]]] | None
     model_name: str = "whisper-base"
     api_key: str | None = None
@@ -50,6 +51,7 @@ class Services:
     text_batch_rows: int = 32
     audio_batch_rows: int = 16
     version: str = "0"
+    speller_languages: tuple[str, ...] = ("en",)  # the languages /v2/check accepts (with their regional codes)
 
 
 def error(
@@ -103,7 +105,7 @@ def build_app(services: Services) -> Starlette:
     text_batcher, audio_batcher = _batchers(services)
     routes = [
         Route("/health", _health_endpoint(text_batcher, audio_batcher), methods=["GET"]),
-        Route("/v2/languages", _guarded(_languages_endpoint(text_batcher), services), methods=["GET"]),
+        Route("/v2/languages", _guarded(_languages_endpoint(text_batcher, services), services), methods=["GET"]),
         Route("/v2/check", _guarded(_check_endpoint(text_batcher, services), services), methods=["POST"]),
         Route(
             "/v1/audio/transcriptions",
@@ -122,7 +124,7 @@ def _batchers(services: Services) -> tuple[Batcher | None, Batcher | None]:
     text_batcher = audio_batcher = None
     if services.correct is not None:
         correct = services.correct
-        text_batcher = Batcher(lambda rows, options: correct(rows), services.text_batch_rows, limits.max_waiting_rows)
+        text_batcher = Batcher(correct, services.text_batch_rows, limits.max_waiting_rows)  # a batch per language
     if services.transcribe is not None:
         audio_batcher = Batcher(services.transcribe, services.audio_batch_rows, limits.max_waiting_rows)
     return text_batcher, audio_batcher
@@ -182,13 +184,14 @@ def _health_endpoint(text_batcher: Batcher | None, audio_batcher: Batcher | None
     return health
 
 
-def _languages_endpoint(text_batcher: Batcher | None) -> _Endpoint:
-    """``/v2/languages``: LanguageTool's language list (404 without a speller)."""
+def _languages_endpoint(text_batcher: Batcher | None, services: Services) -> _Endpoint:
+    """``/v2/languages``: LanguageTool's list of the speller's languages (404 without a speller)."""
+    listed = list(languagetool.languages(services.speller_languages))
 
     async def languages(request: Request) -> Response:
         if text_batcher is None:
             raise RequestError(404, "this server runs no speller")
-        return JSONResponse(list(languagetool.LANGUAGES))
+        return JSONResponse(listed)
 
     return languages
 
@@ -196,13 +199,15 @@ def _languages_endpoint(text_batcher: Batcher | None) -> _Endpoint:
 def _check_endpoint(text_batcher: Batcher | None, services: Services) -> _Endpoint:
     """``/v2/check``: the text's lines corrected by the speller, as LanguageTool's matches."""
     limits = services.limits
+    listed = languagetool.languages(services.speller_languages)
+    only = services.speller_languages[0] if len(services.speller_languages) == 1 else None  # auto: the one language
 
     async def check(request: Request) -> Response:
         if text_batcher is None:
             raise RequestError(404, "this server runs no speller")
         with text_batcher.arriving():
             form = await text_form(request, limits.max_body_bytes)
-            language = languagetool.check_language(form.get("language"))
+            code = languagetool.check_language(form.get("language"), listed) or only
             text = languagetool.text_of(form)
             if len(text) > limits.max_text_characters:
                 raise RequestError(
@@ -214,10 +219,11 @@ def _check_endpoint(text_batcher: Batcher | None, services: Services) -> _Endpoi
                 raise RequestError(
                     413, f"the text has {len(prose)} lines, over the {limits.max_waiting_rows} one request may queue"
                 )
-            work = text_batcher.enqueue(prose)
+            work = text_batcher.enqueue(prose, code)
         corrected = iter(await until_done_or_gone(request, work))
         corrected_lines = [next(corrected) if line.strip() else line for _, line in lines]
-        return JSONResponse(languagetool.check_response(text, corrected_lines, language, services.version))
+        language = form.get("language")
+        return JSONResponse(languagetool.check_response(text, corrected_lines, language, services.version, listed))
 
     return check
 

@@ -11,19 +11,41 @@ from __future__ import annotations
 
 import difflib
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-LANGUAGES = (  # what the English speller checks: LanguageTool's codes for English
-    {"name": "English", "code": "en", "longCode": "en"},
-    {"name": "English (US)", "code": "en", "longCode": "en-US"},
-    {"name": "English (GB)", "code": "en", "longCode": "en-GB"},
-    {"name": "English (Australian)", "code": "en", "longCode": "en-AU"},
-    {"name": "English (Canadian)", "code": "en", "longCode": "en-CA"},
-    {"name": "English (New Zealand)", "code": "en", "longCode": "en-NZ"},
-    {"name": "English (South African)", "code": "en", "longCode": "en-ZA"},
-)
-ACCEPTED_LANGUAGES = frozenset({"auto"} | {entry["longCode"].lower() for entry in LANGUAGES})
+# LanguageTool's names and regional codes for the languages a speller may correct; another code is listed as itself
+LANGUAGE_VARIANTS = {
+    "en": ("English", {"US": "US", "GB": "GB", "AU": "Australian", "CA": "Canadian", "NZ": "New Zealand",
+                       "ZA": "South African"}),
+    "de": ("German", {"DE": "Germany", "AT": "Austria", "CH": "Swiss"}),
+    "fr": ("French", {"FR": "France", "BE": "Belgium", "CA": "Canada", "CH": "Switzerland"}),
+    "es": ("Spanish", {"ES": "Spain", "AR": "voseo", "MX": "Mexico"}),
+    "pt": ("Portuguese", {"PT": "Portugal", "BR": "Brazil", "AO": "Angola", "MZ": "Mozambique"}),
+    "it": ("Italian", {"IT": "Italy"}),
+    "nl": ("Dutch", {"NL": "Netherlands", "BE": "Belgium"}),
+    "pl": ("Polish", {"PL": "Poland"}),
+    "ru": ("Russian", {"RU": "Russia"}),
+    "uk": ("Ukrainian", {"UA": "Ukraine"}),
+    "sv": ("Swedish", {"SE": "Sweden"}),
+    "da": ("Danish", {"DK": "Denmark"}),
+    "ca": ("Catalan", {"ES": "Spain"}),
+}  # fmt: skip
+
+
+def languages(codes: Sequence[str]) -> tuple[dict[str, str], ...]:
+    """``/v2/languages``' entries for a speller that corrects ``codes`` (language codes such as en, de)."""
+    entries = []
+    for code in codes:
+        name, regions = LANGUAGE_VARIANTS.get(code, (code, {}))
+        entries.append({"name": name, "code": code, "longCode": code})
+        entries += [{"name": f"{name} ({place})", "code": code, "longCode": f"{code}-{region}"}
+                    for region, place in regions.items()]  # fmt: skip
+    return tuple(entries)
+
+
+LANGUAGES = languages(("en",))  # what the shipped speller checks: LanguageTool's codes for English
 CONTEXT_CHARACTERS = 40  # of text either side of a match in its context, as LanguageTool gives
 RULE = {
     "id": "SEQ2SPEC_SPELLER",
@@ -43,14 +65,18 @@ class RequestError(ValueError):
         self.status = status
 
 
-def check_language(language: str | None) -> str:
-    """The request's language, one this server checks; ``RequestError`` (400) naming it otherwise."""
+def check_language(language: str | None, listed: Sequence[dict[str, str]] = LANGUAGES) -> str | None:
+    """The language code of the request's language (``de`` for ``de-AT``), one of the ``listed`` languages this
+    server checks, or None for ``auto``; ``RequestError`` (400) naming it otherwise."""
     if not language:
         raise RequestError(400, "missing the 'language' parameter (for example en-US, or auto)")
-    if language.lower() not in ACCEPTED_LANGUAGES:
-        codes = ", ".join(sorted({entry["longCode"] for entry in LANGUAGES} | {"auto"}))
-        raise RequestError(400, f"language {language!r} is not checked here (the speller is English): use {codes}")
-    return language
+    if language.lower() == "auto":
+        return None
+    entry = next((entry for entry in listed if entry["longCode"].lower() == language.lower()), None)
+    if entry is None:
+        codes = ", ".join([*dict.fromkeys(entry["longCode"] for entry in listed), "auto"])
+        raise RequestError(400, f"language {language!r} is not checked here: use {codes}")
+    return entry["code"]
 
 
 def text_of(form: dict[str, Any]) -> str:
@@ -151,15 +177,25 @@ def match_json(text: str, change: Change, utf16: list[int], sentence: str) -> di
     }
 
 
-def check_response(text: str, corrected_lines: list[str], language: str, version: str) -> dict[str, Any]:
-    """``/v2/check``'s answer: the matches that turn ``text`` into the corrected lines."""
+def check_response(
+    text: str,
+    corrected_lines: list[str],
+    language: str,
+    version: str,
+    listed: Sequence[dict[str, str]] = LANGUAGES,
+) -> dict[str, Any]:
+    """``/v2/check``'s answer: the matches that turn ``text`` into the corrected lines; ``language`` as the request
+    named it (``auto``: the first ``listed`` language's first regional code is reported)."""
     utf16 = utf16_offsets(text)
     matches = []
     for (start, line), corrected in zip(lines_with_offsets(text), corrected_lines, strict=True):
         for change in changes(line, corrected, start):
             matches.append(match_json(text, change, utf16, line))
-    detected = {"name": "English", "code": "en-US", "confidence": 1.0, "source": "seq2spec"}
-    name = next((entry["name"] for entry in LANGUAGES if entry["longCode"].lower() == language.lower()), "English")
+    if language == "auto":
+        language = next((e["longCode"] for e in listed if e["longCode"] != e["code"]), listed[0]["longCode"])
+    entry = next((e for e in listed if e["longCode"].lower() == language.lower()), listed[0])
+    detected = {"name": entry["name"], "code": language, "confidence": 1.0, "source": "seq2spec"}
+    name = entry["name"]
     return {
         "software": {
             "name": "seq2spec",
@@ -170,6 +206,6 @@ def check_response(text: str, corrected_lines: list[str], language: str, version
             "status": "",
         },
         "warnings": {"incompleteResults": False},
-        "language": {"name": name, "code": language if language != "auto" else "en-US", "detectedLanguage": detected},
+        "language": {"name": name, "code": language, "detectedLanguage": detected},
         "matches": matches,
     }

@@ -16,6 +16,7 @@ from seq2spec.spelling.decode import TextDecoder
 from seq2spec.spelling.languages import not_english
 from seq2spec.spelling.pipeline import SpellingPipeline
 from seq2spec.spelling.protection import ENGLISH_RULES, Kind, Layout, RuleSet, TokenizerWriting, rule_names
+from seq2spec.spelling.protection.word_rules import LONGEST_WORD
 from seq2spec.spelling.protection.writing import barely_written
 from seq2spec.spelling.settings import SpellingSettings
 
@@ -71,6 +72,20 @@ def test_a_model_of_another_language_reads_its_texts_as_written():
     # English said: the German "im" read as the English "I'm"
     english = reads(SpellingSettings(language="en"), OTHER_LANGUAGES[:2], tokenizer)
     assert english == [text.replace(" im ", " I'm ") for text in OTHER_LANGUAGES[:2]]
+
+
+def test_a_sentence_of_a_script_written_without_spaces_is_read_whole():
+    tokenizer = ByT5Tokenizer()
+    texts = [
+        "我今天去了商店，买了面包和牛奶，然后回家做晚饭。" * 3,
+        "今日は天気がいいので、公園に散歩に行きました。" * 3,
+        "ฉันไปตลาดเมื่อวานนี้และซื้อผลไม้หลายอย่าง" * 2,
+    ]
+    assert all(len(text) > LONGEST_WORD for text in texts)
+    assert reads(SpellingSettings(), texts, tokenizer) == texts
+    # a string of data is still no word to read
+    noise = "a" * (LONGEST_WORD + 1)
+    assert reads(SpellingSettings(), [f"Thsi is {noise} here"], tokenizer) == ["Thsi is here"]
 
 
 def test_the_english_rules_keep_names_only_in_english():

@@ -27,10 +27,11 @@ them and sorts each word into one of three kinds:
   double contraction such as ``who'd've``, a letter said long such as ``sooo``), one word in quotes of its own (``the
   word "teh"``: ``is_quoted_word``), the words of a code span between backticks (``code_spans``), the words of a
   quotation a check says to keep (``Layout.of``'s ``quote_kept``: one in another language, ``"Bitte nicht stören"``), a
-  token longer than ``LONGEST_WORD`` (not read at all), a token of symbols alone (``#``, ``—``, ``->``), or a character
-  the tokenizer cannot write other than the typographic ones below. The model reads what the tokenizer can write of it
-  (``cafe`` for ``café``, nothing for ``→``) so that the sentence still reads as one; the word comes back exactly as
-  written.
+  token longer than ``LONGEST_WORD`` (not read at all; but for one in a script written without spaces, such as
+  Chinese, Japanese or Thai, where a token may be a sentence: ``is_too_long``), a token of symbols alone (``#``,
+  ``—``, ``->``), or a character the tokenizer cannot write other than the typographic ones below. The model reads
+  what the tokenizer can write of it (``cafe`` for ``café``, nothing for ``→``) so that the sentence still reads as
+  one; the word comes back exactly as written.
 - mapped: a word whose only unwritable characters are typographic quotes, apostrophes, dashes or ellipses, or whose
   contraction is written with an acute accent or a backtick for its apostrophe (``isn´t``, ``it`s``). The model reads
   their plain forms (``it's`` for ``it’s``) and may correct the word; its word comes back with the typographic

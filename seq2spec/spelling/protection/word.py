@@ -8,7 +8,7 @@ from enum import Enum
 
 from seq2spec.spelling.protection.markup import Markup
 from seq2spec.spelling.protection.word_lists import listed_words
-from seq2spec.spelling.protection.word_rules import LONGEST_WORD, is_symbols_alone
+from seq2spec.spelling.protection.word_rules import is_symbols_alone, is_too_long
 from seq2spec.spelling.protection.writing import APOSTROPHE_MARKS, MARK_APOSTROPHE, TYPOGRAPHIC, TokenizerWriting
 
 _TRAILING_MARKS = re.compile(r"[.!?]{2,}$")
@@ -118,10 +118,10 @@ _LONG_SYMBOL_RUN = re.compile(r"(.)\1{3,}", re.DOTALL)
 
 
 def read_word(token: str, writing: TokenizerWriting, kept: bool = False, *, contractions: bool = True) -> Word:
-    """``token`` as the model reads it: a word a rule ``kept`` (or one longer than ``LONGEST_WORD``) as a kept word,
+    """``token`` as the model reads it: a word a rule ``kept`` (or one that ``is_too_long``) as a kept word,
     others mapped or free as the module docstring of ``seq2spec.spelling.protection`` says (with ``contractions``, an
     English contraction written without its apostrophe read with it)."""
-    if len(token) > LONGEST_WORD:
+    if is_too_long(token):
         return Word(token, "", Kind.KEPT)
     written = writing.writes(token)
     if kept:

@@ -187,6 +187,22 @@ def is_place_name(word: str) -> bool:
 # a token longer than any word (the longest English ones have about 45 letters): a string of code, data or noise the
 # model is not given to read ("aaaa..." of 5,000 letters was longer than the speller's 256-token input)
 LONGEST_WORD = 64
+# scripts written without spaces between words (Han, kana, Thai, Lao, Khmer, Myanmar, Tibetan): a token of them may be
+# a whole sentence, no longer a word, and is read at any length
+_UNSPACED_LETTER = re.compile(
+    "[\u3040-\u30ff\u31f0-\u31ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\u0e00-\u0eff\u1780-\u17ff"
+    "\u1000-\u109f\u0f00-\u0fff]"
+)
+
+
+def is_too_long(token: str) -> bool:
+    """Whether ``token`` is longer than ``LONGEST_WORD`` and not written mostly in a script without spaces."""
+    if len(token) <= LONGEST_WORD:
+        return False
+    letters = sum(1 for character in token if character.isalpha())
+    return len(_UNSPACED_LETTER.findall(token)) * 2 <= letters
+
+
 # a symbol written twice or more in a row, other than marks of prose a corrector may mend (``A+++``, ``:::``: the
 # speller wrote "A++")
 _SYMBOL_RUN = re.compile(r"([^\w\s.,!?'\"\u2019-])\1")

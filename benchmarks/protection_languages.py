@@ -25,7 +25,7 @@ sys.path.insert(0, str(ROOT / "recipes"))
 
 from transformers import ByT5Tokenizer  # noqa: E402
 
-from seq2spec.spelling.pipeline import _rules_by_language  # noqa: E402
+from seq2spec.spelling.pipeline import protection_rules  # noqa: E402
 from seq2spec.spelling.protection import Kind, Layout, TokenizerWriting  # noqa: E402
 from seq2spec.spelling.settings import SpellingSettings  # noqa: E402
 
@@ -45,7 +45,7 @@ def with_typos(sentence: str, rng: random.Random) -> str:
 
 
 def counts(texts: list[str], settings: SpellingSettings, writing: TokenizerWriting) -> dict[str, float]:
-    rules_for = _rules_by_language(settings)
+    rules_for = protection_rules(settings)
     words = read_otherwise = kept = 0
     for text in texts:
         for word in Layout.of(text, writing, rules=rules_for(text)).words:

@@ -102,7 +102,7 @@ class SpellingPipeline:
         writing = _writing(self.tokenizer)
         apostrophes = {owner.index: text_apostrophe(texts[owner.index]) for owner in owners}
         quote_kept = quote_in_other_language if self.settings.keep_other_languages else None
-        rules_for = _rules_by_language(self.settings)
+        rules_for = protection_rules(self.settings)
         layouts = [
             Layout.of(piece, writing, apostrophes[owner.index], quote_kept, rules_for(piece))
             for piece, owner in zip(pieces, owners, strict=True)
@@ -166,7 +166,7 @@ class SpellingPipeline:
         return outputs
 
 
-def _rules_by_language(settings: SpellingSettings) -> Callable[[str], RuleSet]:
+def protection_rules(settings: SpellingSettings) -> Callable[[str], RuleSet]:
     """The protection rules for a text: those in force, less the English ones (``ENGLISH_RULES``) where the text is
     not English (``settings.texts_in_english``; told per text by ``not_english``)."""
     off = frozenset(settings.protection_off)

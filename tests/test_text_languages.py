@@ -14,6 +14,7 @@ from seq2spec.commands.flags import add_spelling_flags, spelling_changes
 from seq2spec.default_models import SPELLER_DIR, SPELLER_SETTINGS
 from seq2spec.spelling.decode import TextDecoder
 from seq2spec.spelling.languages import not_english
+from seq2spec.spelling.pieces import join_pieces, split_text
 from seq2spec.spelling.pipeline import SpellingPipeline
 from seq2spec.spelling.protection import ENGLISH_RULES, Kind, Layout, RuleSet, TokenizerWriting, rule_names
 from seq2spec.spelling.protection.word_rules import LONGEST_WORD
@@ -156,3 +157,15 @@ def test_correct_with_a_model_of_another_language_is_greedy(toy_byte_models):
             speculator = Seq2SeqSpeculator(big, draft, tokenizer, spelling=settings)
             assert speculator.correct(texts, batch_size=4, max_new_tokens=24) == expected
     assert len({output for output in expected}) > 2  # the toy writes varied outputs
+
+
+def test_sentences_of_other_scripts_end_where_they_end():
+    hindi = "मैं कल बाज़ार गया था। वहाँ मैंने फल खरीदे। फिर मैं घर लौट आया।"
+    assert split_text(hindi, 30).pieces == ["मैं कल बाज़ार गया था।", "वहाँ मैंने फल खरीदे।", "फिर मैं घर लौट आया।"]
+    arabic = "هل ذهبت إلى السوق؟ نعم ذهبت."
+    assert split_text(arabic, 20).pieces == ["هل ذهبت إلى السوق؟", "نعم ذهبت."]
+    french = "Il a dit « bonjour. » Puis il est parti."
+    assert split_text(french, 25).pieces == ["Il a dit « bonjour. »", "Puis il est parti."]
+    for text in (hindi, arabic, french):
+        pieces = split_text(text, 20)
+        assert join_pieces(pieces, pieces.pieces) == text

@@ -12,8 +12,12 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-# the whitespace after a sentence end: . ! ? (or an ellipsis), then any closing quotes or brackets
-_SENTENCE_GAP = re.compile(r"(?<=[.!?])[\"'\u201d\u2019)\]]*(\s+)")
+# the whitespace after a sentence end: . ! ? (or an ellipsis; the full stops and question marks of other scripts:
+# 。！？ । ॥ ؟ ۔), then any closing quotes or brackets (a French » after its space too)
+_SENTENCE_GAP = re.compile(
+    r"(?<=[.!?\u3002\uff01\uff1f\u0964\u0965\u061f\u06d4])[\"'\u201d\u2019\u00bb)\]\u300d\u300f]*"
+    r"(?:[ \u00a0\u202f]\u00bb)?(\s+)"
+)
 _CLAUSE_GAP = re.compile(r"(?<=[,;:])(\s+)")
 _WORD_GAP = re.compile(r"(\s+)")
 

@@ -138,6 +138,16 @@ def test_the_command_line_language_flag():
         parser.parse_args(["--language", "German!"])
 
 
+def test_the_english_speller_refuses_another_language_before_reading(tmp_path, capsys):
+    from seq2spec.commands.main import main
+
+    text = tmp_path / "de.txt"
+    text.write_text("Die Kinder spilen im Garten.\n", encoding="utf-8")
+    assert main(["correct", "--language", "de", "--out", str(tmp_path / "out.txt"), str(text)]) == 2
+    assert "keep_dictionary_words" in capsys.readouterr().err
+    assert not (tmp_path / "out.txt").exists() and not (tmp_path / "out.txt.partial").exists()
+
+
 def test_correct_with_a_model_of_another_language_is_greedy(toy_byte_models):
     big, small, tokenizer = toy_byte_models
     texts = OTHER_LANGUAGES + ENGLISH

@@ -279,6 +279,7 @@ def run(args: argparse.Namespace) -> int:
         if not sources:
             raise InputError("none of the inputs could be read")
         speculator = build_corrector(args)
+        speculator.spelling.updated(**spelling_changes(args))  # settings that do not go together: refused before any
         if args.out is None:
             status = correct_lines(speculator, args, sources, StreamOutput(), total)
         else:

@@ -227,6 +227,11 @@ class Seq2SeqSpeculator:
         self.big, self.big_family, self.draft = pair.big, pair.big_family, pair.draft
         self._pair = pair
         spelling_changes = {name: changes.pop(name) for name in SpellingSettings.field_names() if name in changes}
+        if "language" in spelling_changes and pair.big_family.encoder_input_name != "input_ids":
+            raise TypeError(
+                "language= is the language of correct's texts; a speech model's is transcribe's: "
+                "spec.transcribe(audio, language='fr')"
+            )
         languages = _checked_language_drafts(language_drafts, pair.big_family.model_type)
         self.spelling = (spelling or settings_of(self.big)).updated(**spelling_changes)
         tuned = {**recommended_options(self.draft), **shipped_options}

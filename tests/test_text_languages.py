@@ -179,3 +179,8 @@ def test_sentences_of_other_scripts_end_where_they_end():
     for text in (hindi, arabic, french):
         pieces = split_text(text, 20)
         assert join_pieces(pieces, pieces.pieces) == text
+
+
+def test_a_speech_model_s_language_is_transcribe_s(toy_whisper_dirs):
+    with pytest.raises(TypeError, match="transcribe"):
+        Seq2SeqSpeculator(str(toy_whisper_dirs[0]), None, language="fr")

@@ -34,6 +34,7 @@ from seq2spec.spelling.pipeline import InputTooLongError, SpellingPipeline
 from seq2spec.spelling.settings import SpellingSettings, settings_of
 
 if TYPE_CHECKING:
+    from seq2spec.decoding.families import Family
     from seq2spec.whisper.request import TranscriptionRequest
 
 __all__ = ["INPUT_COPY", "InputTooLongError", "Seq2SeqSpeculator"]
@@ -151,6 +152,16 @@ def _check_text_options(prefix: object, spelling: object) -> None:
         raise TypeError(f"spelling must be a SpellingSettings, got {type(spelling).__name__}")
 
 
+def _check_text_language(spelling_changes: dict[str, Any], family: Family) -> None:
+    """``language=`` is the spelling setting of ``correct``'s texts: a TypeError for a speech model, whose language
+    is ``transcribe``'s."""
+    if "language" in spelling_changes and family.encoder_input_name != "input_ids":
+        raise TypeError(
+            "language= is the language of correct's texts; a speech model's is transcribe's: "
+            "spec.transcribe(audio, language='fr')"
+        )
+
+
 def _check_settings(options: object, spelling: object, changes: dict[str, Any]) -> None:
     if "small" in changes:
         raise TypeError("pass the draft as draft= (or second, after the big model), not small=")
@@ -227,11 +238,7 @@ class Seq2SeqSpeculator:
         self.big, self.big_family, self.draft = pair.big, pair.big_family, pair.draft
         self._pair = pair
         spelling_changes = {name: changes.pop(name) for name in SpellingSettings.field_names() if name in changes}
-        if "language" in spelling_changes and pair.big_family.encoder_input_name != "input_ids":
-            raise TypeError(
-                "language= is the language of correct's texts; a speech model's is transcribe's: "
-                "spec.transcribe(audio, language='fr')"
-            )
+        _check_text_language(spelling_changes, pair.big_family)
         languages = _checked_language_drafts(language_drafts, pair.big_family.model_type)
         self.spelling = (spelling or settings_of(self.big)).updated(**spelling_changes)
         tuned = {**recommended_options(self.draft), **shipped_options}

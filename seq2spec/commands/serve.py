@@ -178,6 +178,16 @@ def add_parser(commands) -> argparse.ArgumentParser:
         default=32,
         help="lines of text from concurrent requests decoded together (default 32)",
     )
+    add_limit_flags(serve)
+    serve.add_argument("--log-level", default="warning", help="uvicorn's log level (default warning)")
+    add_runtime_flags(serve)
+    add_speculation_flags(serve)
+    serve.set_defaults(run=run)
+    return serve
+
+
+def add_limit_flags(serve: argparse.ArgumentParser) -> None:
+    """The limits on what one request may bring and on the queue, and the grace period of a stop."""
     serve.add_argument("--max-upload-mb", type=positive_int, default=25, help="largest request body (default 25 MB)")
     serve.add_argument(
         "--max-audio-seconds",
@@ -203,8 +213,3 @@ def add_parser(commands) -> argparse.ArgumentParser:
         default=600.0,
         help="on SIGTERM, how long requests in flight may take to finish (default 600)",
     )
-    serve.add_argument("--log-level", default="warning", help="uvicorn's log level (default warning)")
-    add_runtime_flags(serve)
-    add_speculation_flags(serve)
-    serve.set_defaults(run=run)
-    return serve

@@ -194,8 +194,8 @@ def check_response(
     if language == "auto":
         language = next((e["longCode"] for e in listed if e["longCode"] != e["code"]), listed[0]["longCode"])
     entry = next((e for e in listed if e["longCode"].lower() == language.lower()), listed[0])
-    detected = {"name": entry["name"], "code": language, "confidence": 1.0, "source": "seq2spec"}
     name = entry["name"]
+    detected = {"name": name, "code": language, "confidence": 1.0, "source": "seq2spec"}
     return {
         "software": {
             "name": "seq2spec",

@@ -91,12 +91,7 @@ def not_english(text: str) -> bool:
     pt, nl, pl and sv (70-98% by ``in_other_language`` alone)."""
     if mostly_other_script(text) or in_other_language(text):
         return True
-    if sum(1 for token in text.split() if _WORD.search(token)) < MIN_WORDS:
-        return False
-    detector, english = _detector()
-    confidences = detector.compute_language_confidence_values(text)
-    english_confidence = next(item.value for item in confidences if item.language == english)
-    return confidences[0].language != english and english_confidence <= MAX_ENGLISH_CONFIDENCE
+    return _confidently_other(text, MIN_WORDS, accents=True, least=0.0)
 
 
 def quote_in_other_language(quote: str) -> bool:
@@ -106,7 +101,12 @@ def quote_in_other_language(quote: str) -> bool:
     return _confidently_other(quote, MIN_QUOTE_WORDS, accents=True)
 
 
-def _confidently_other(text: str, min_words: int, *, accents: bool, short_words: int | None = None) -> bool:
+def _confidently_other(
+    text: str, min_words: int, *, accents: bool, short_words: int | None = None, least: float | None = None
+) -> bool:
+    """Whether lingua gives ``text`` (of ``min_words`` words or more; ``short_words`` or more when near certain)
+    another language first, at least ``least`` (default ``MIN_CONFIDENCE``), with English at most
+    ``MAX_ENGLISH_CONFIDENCE``."""
     words = sum(1 for token in text.split() if _WORD.search(token))
     short = short_words is not None and short_words <= words < min_words
     if words < min_words and not short:
@@ -116,7 +116,8 @@ def _confidently_other(text: str, min_words: int, *, accents: bool, short_words:
     confidences = detector.compute_language_confidence_values(plain)
     first = confidences[0]
     english_confidence = next(item.value for item in confidences if item.language == english)
-    least, most_english = (
+    floor, most_english = (
         (MIN_SHORT_CONFIDENCE, MAX_SHORT_ENGLISH_CONFIDENCE) if short else (MIN_CONFIDENCE, MAX_ENGLISH_CONFIDENCE)
     )
+    least = floor if least is None or short else least
     return first.language != english and first.value >= least and english_confidence <= most_english

@@ -16,7 +16,10 @@ TEXTS = [
     "   ",
     "Supercalifragilisticexpialidocious" * 3 + " word",
     "One.\tTwo!\n\nThree? Four\u2026 five.",
+    "我今天去了商店，买了面包和牛奶，然后回家做晚饭。她说：「好的。」明天见！",
+    "「はい。」と彼は言った。今日は天気がいいので、公園に散歩に行きました。 本当？",
 ]
+UNSPACED_ENDS = "。！？，、：」"
 
 
 @pytest.mark.parametrize("limit", [1, 12, 40, 140, 10_000])
@@ -25,9 +28,12 @@ def test_pieces_join_back_to_the_text(text, limit):
     split = split_text(text, limit)
     assert join_pieces(split, split.pieces) == text
     assert all(piece == piece.strip() for piece in split.pieces)
-    assert all(gap.isspace() for gap in split.gaps[:-1])
+    # whitespace between pieces, or nothing after a Chinese or Japanese sentence or clause end
+    between = zip(split.pieces[:-1], split.gaps[:-1], strict=True)
+    assert all(gap.isspace() or piece[-1] in UNSPACED_ENDS for piece, gap in between)
+    assert all(piece for piece in split.pieces) or split.pieces == [""]
     # a piece is over the limit only where it is a single word
-    assert all(len(piece) <= limit or " " not in piece for piece in split.pieces)
+    assert all(len(piece) <= limit or " " not in piece for piece in split.pieces if piece.isascii())
 
 
 def test_a_text_that_fits_is_one_piece_and_a_long_one_is_cut_at_sentence_ends():
@@ -40,6 +46,15 @@ def test_a_text_that_fits_is_one_piece_and_a_long_one_is_cut_at_sentence_ends():
 def test_a_long_sentence_is_cut_after_clauses_then_between_words():
     split = split_text("one two three, four five six; seven eight nine ten eleven twelve", 20)
     assert split.pieces == ["one two three,", "four five six;", "seven eight nine ten", "eleven twelve"]
+
+
+def test_chinese_and_japanese_are_cut_at_their_full_stops_and_commas_without_spaces():
+    split = split_text("我今天去了商店，买了面包和牛奶，然后回家做晚饭。她说：「好的。」明天见！", 16)
+    assert split.pieces == ["我今天去了商店，买了面包和牛奶，", "然后回家做晚饭。", "她说：「好的。」", "明天见！"]
+    assert split.gaps == ["", "", "", ""]
+    # marks of one sentence stay together; a closing bracket stays with its sentence
+    assert split_text("真的吗？！是的。。。好「嗯。」", 4).pieces == ["真的吗？！", "是的。。。", "好「嗯。」"]
+    assert join_pieces(split, ["A", "B", "C", "D"]) == "ABCD"
 
 
 def test_corrected_pieces_replace_the_originals():

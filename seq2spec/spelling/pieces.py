@@ -12,20 +12,29 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+_CLOSERS = "\"'\u201d\u2019\u00bb)\\]\u300d\u300f\uff09\u3011"
+# the full stops, question and exclamation marks and commas of scripts written without spaces (Chinese, Japanese):
+# a sentence or clause may end there with no whitespace after it
+_UNSPACED_ENDS = "\u3002\uff01\uff1f\uff61"
+_UNSPACED_CLAUSE_ENDS = "\uff0c\u3001\uff1b\uff1a"
+# what may follow an unspaced end for a cut there: not more punctuation of the same sentence, not the text's end
+_NEXT_SENTENCE = rf"(?=[^\s.!?,;:{_UNSPACED_ENDS}{_UNSPACED_CLAUSE_ENDS}{_CLOSERS}])"
 # the whitespace after a sentence end: . ! ? (or an ellipsis; the full stops and question marks of other scripts:
-# 。！？ । ॥ ؟ ۔), then any closing quotes or brackets (a French » after its space too)
+# 。！？ । ॥ ؟ ۔), then any closing quotes or brackets (a French » after its space too); after a Chinese or Japanese
+# end, the whitespace or the empty gap before the next sentence
 _SENTENCE_GAP = re.compile(
-    r"(?<=[.!?\u3002\uff01\uff1f\u0964\u0965\u061f\u06d4])[\"'\u201d\u2019\u00bb)\]\u300d\u300f]*"
-    r"(?:[ \u00a0\u202f]\u00bb)?(\s+)"
+    rf"(?<=[.!?{_UNSPACED_ENDS}\u0964\u0965\u061f\u06d4])[{_CLOSERS}]*(?:[ \u00a0\u202f]\u00bb)?(\s+)"
+    rf"|(?<=[{_UNSPACED_ENDS}])[{_CLOSERS}]*(){_NEXT_SENTENCE}"
 )
-_CLAUSE_GAP = re.compile(r"(?<=[,;:])(\s+)")
+_CLAUSE_GAP = re.compile(rf"(?<=[,;:{_UNSPACED_CLAUSE_ENDS}])(\s+)|(?<=[{_UNSPACED_CLAUSE_ENDS}])(){_NEXT_SENTENCE}")
 _WORD_GAP = re.compile(r"(\s+)")
 
 
 @dataclass(frozen=True)
 class SplitText:
     """``leading + pieces[0] + gaps[0] + pieces[1] + ... + pieces[-1] + gaps[-1]`` is the text; no piece starts or
-    ends with whitespace, and every gap but the last is non-empty."""
+    ends with whitespace, and every gap but the last is whitespace, or empty after a Chinese or Japanese full stop,
+    question or exclamation mark or comma."""
 
     leading: str
     pieces: list[str]
@@ -35,7 +44,7 @@ class SplitText:
 def _cut(text: str, gap: re.Pattern) -> tuple[list[str], list[str]]:
     pieces, gaps, start = [], [], 0
     for match in gap.finditer(text):
-        space_start, space_end = match.span(1)
+        space_start, space_end = match.span(match.lastindex or 0)
         pieces.append(text[start:space_start])
         gaps.append(text[space_start:space_end])
         start = space_end

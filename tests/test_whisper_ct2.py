@@ -13,7 +13,15 @@ from toy_helpers import WHISPER_TOY_SPECIALS, build_toy_whisper
 from transformers import WhisperForConditionalGeneration
 
 from seq2spec.commands.main import main
-from seq2spec.whisper.ct2 import Ct2FormatError, convert_ct2_whisper, read_ct2_model, write_ct2_model
+from seq2spec.whisper.ct2 import (
+    ENGLISH_ONLY_VOCABULARY,
+    Ct2FormatError,
+    convert_ct2_whisper,
+    load_whisper_tokenizer,
+    read_ct2_model,
+    whisper_generation_config,
+    write_ct2_model,
+)
 
 SPECIALS = list(WHISPER_TOY_SPECIALS)
 TIMESTAMPS = 1501
@@ -99,6 +107,19 @@ def write_ct2_directory(model, directory: Path, *, split: bool = False, dtype=np
     (directory / "config.json").write_text(json.dumps(CT2_CONFIG))
     write_tokenizer(directory / "tokenizer.json")
     return directory
+
+
+def test_an_english_only_model_gets_no_language_or_task_tokens(tmp_path):
+    """CTranslate2's config of tiny.en lists language ids as a multilingual model's: an English-only model (OpenAI's
+    51,864 tokens) takes a prompt of neither, as openai-whisper and faster-whisper run it."""
+    write_tokenizer(tmp_path / "tokenizer.json")
+    tokenizer = load_whisper_tokenizer(tmp_path / "tokenizer.json", BYTES + len(SPECIALS) + TIMESTAMPS)
+    shape = (CT2_CONFIG, 448, 4, 6)
+    english = whisper_generation_config(tokenizer, *shape, vocab_size=ENGLISH_ONLY_VOCABULARY)
+    assert english.is_multilingual is False
+    assert getattr(english, "lang_to_id", None) is None and getattr(english, "task_to_id", None) is None
+    multilingual = whisper_generation_config(tokenizer, *shape, vocab_size=ENGLISH_ONLY_VOCABULARY + 1)
+    assert multilingual.is_multilingual is True and len(multilingual.lang_to_id) == 3
 
 
 @pytest.fixture(scope="module")

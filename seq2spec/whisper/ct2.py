@@ -319,7 +319,16 @@ def load_whisper_tokenizer(tokenizer_file: str | Path, vocab_size: int):
     return tokenizer
 
 
-def whisper_generation_config(tokenizer, ct2_config: dict, max_length: int, decoder_layers: int, decoder_heads: int):
+# OpenAI's English-only models (tiny.en ... medium.en, and distil-whisper's .en ones) have this many tokens, the
+# multilingual ones 51,865 or (large-v3) 51,866: openai-whisper and CTranslate2 tell them apart by this size
+ENGLISH_ONLY_VOCABULARY = 51864
+
+
+def whisper_generation_config(
+    tokenizer, ct2_config: dict, max_length: int, decoder_layers: int, decoder_heads: int, vocab_size: int | None = None
+):
+    """The generation config of a converted Whisper. An English-only model (``vocab_size`` 51,864) gets no language
+    or task tokens, whatever language ids its CTranslate2 config lists: its prompt holds neither."""
     from transformers import GenerationConfig
 
     vocabulary = tokenizer.get_vocab()
@@ -332,7 +341,7 @@ def whisper_generation_config(tokenizer, ct2_config: dict, max_length: int, deco
     no_timestamps = token_id("<|notimestamps|>")
     if end is None or start is None or no_timestamps is None:
         raise Ct2FormatError("tokenizer.json lacks Whisper's special tokens (<|endoftext|>, <|startoftranscript|>)")
-    language_ids = ct2_config.get("lang_ids") or []
+    language_ids = [] if vocab_size == ENGLISH_ONLY_VOCABULARY else ct2_config.get("lang_ids") or []
     lang_to_id = {tokenizer.convert_ids_to_tokens(int(i)): int(i) for i in language_ids}
     lang_to_id = {token: index for token, index in lang_to_id.items() if token not in _NON_LANGUAGE_TOKENS}
     alignment_heads = ct2_config.get("alignment_heads") or [
@@ -465,6 +474,7 @@ def convert_ct2_whisper(
         config_kwargs["max_target_positions"],
         config_kwargs["decoder_layers"],
         config_kwargs["decoder_attention_heads"],
+        config_kwargs["vocab_size"],
     )
     model = _whisper_model(config_kwargs, state, generation_config).to(dtype).eval()
     feature_extractor = WhisperFeatureExtractor(feature_size=model.config.num_mel_bins)

@@ -60,6 +60,34 @@ def _whisper_large_v3(decoder_layers: int = 32):
     )  # fmt: skip
 
 
+def _whisper_tiny():
+    from transformers import WhisperConfig
+
+    return WhisperConfig(
+        vocab_size=51865, num_mel_bins=80, d_model=384, encoder_layers=4, decoder_layers=4, encoder_attention_heads=6,
+        decoder_attention_heads=6, encoder_ffn_dim=1536, decoder_ffn_dim=1536, max_source_positions=1500,
+        max_target_positions=448, pad_token_id=50257, bos_token_id=50257, eos_token_id=50257,
+        decoder_start_token_id=50258,
+    )  # fmt: skip
+
+
+def _whisper_tokenizers():
+    """Tokenizers of Whisper's two multilingual vocabularies, as tiny ... large-v2 and large-v3 lay them out (their
+    text tokens stand-ins): large-v3 adds <|yue|> after the 99 languages, which moves every later token up one."""
+    from tokenizers import Tokenizer, models
+    from transformers import PreTrainedTokenizerFast
+
+    def tokenizer(languages: int) -> PreTrainedTokenizerFast:
+        texts = [f"t{index}" for index in range(50257)] + ["<|endoftext|>", "<|startoftranscript|>"]
+        specials = ["<|translate|>", "<|transcribe|>", "<|startoflm|>", "<|startofprev|>", "<|nospeech|>"]
+        tokens = [*texts, *(f"<|language{index}|>" for index in range(languages)), *specials, "<|notimestamps|>"]
+        tokens += [f"<|{index * 0.02:.2f}|>" for index in range(1501)]
+        vocab = {token: index for index, token in enumerate(tokens)}
+        return PreTrainedTokenizerFast(tokenizer_object=Tokenizer(models.WordLevel(vocab, unk_token="<|endoftext|>")))
+
+    return tokenizer(100), tokenizer(99)
+
+
 def _nllb(d_model: int, layers: int, ffn: int):
     from transformers import M2M100Config
 
@@ -103,6 +131,10 @@ def _t5gemma_2b(decoder_layers: int = 26, encoder_layers: int = 26):
 PAIRS = {
     "whisper-large-v3+distil": ("whisper-large-v3", "distil-large-v3's 2-layer decoder (WhisperForCausalLM)"),
     "whisper-large-v3+turbo": ("whisper-large-v3", "whisper-large-v3-turbo's 4-layer decoder (WhisperForCausalLM)"),
+    "whisper-large-v3+tiny": (
+        "whisper-large-v3",
+        "whisper-tiny: its own 80-bin encoder and the v2 vocabulary (tokens matched by text, features rebinned)",
+    ),
     "nllb-3.3b": ("NLLB-200 3.3B", "NLLB-200 distilled 600M"),
     "nllb-1.3b": ("NLLB-200 1.3B", "NLLB-200 distilled 600M"),
     "marian": ("opus-mt-tc-big (1024 wide, 6+6 layers)", "opus-mt base (512 wide, 6+6 layers), same vocabulary"),
@@ -112,7 +144,8 @@ PAIRS = {
 
 
 def build_pair(name: str):
-    """The pair's big and draft models (random weights, eval mode) and the dtype they run in."""
+    """The pair's big and draft models (random weights, eval mode), the dtype they run in and the speculator's extra
+    arguments (the tokenizers of a draft with another vocabulary)."""
     from transformers import (
         M2M100ForConditionalGeneration,
         MarianMTModel,
@@ -123,19 +156,27 @@ def build_pair(name: str):
     )
 
     torch.manual_seed(0)
+    if name == "whisper-large-v3+tiny":
+        big_tokenizer, tiny_tokenizer = _whisper_tokenizers()
+        big, tiny = (
+            WhisperForConditionalGeneration(_whisper_large_v3()),
+            WhisperForConditionalGeneration(_whisper_tiny()),
+        )
+        return big.eval(), tiny.eval(), torch.float32, {"tokenizer": big_tokenizer, "draft_tokenizer": tiny_tokenizer}
     if name.startswith("whisper"):
         big = WhisperForConditionalGeneration(_whisper_large_v3())
         draft = WhisperForCausalLM(_whisper_large_v3(decoder_layers=2 if name.endswith("distil") else 4))
-        return big.eval(), draft.eval(), torch.float32
+        return big.eval(), draft.eval(), torch.float32, {}
     if name.startswith("nllb"):
         shape = {"nllb-3.3b": (2048, 24, 8192), "nllb-1.3b": (1024, 24, 8192)}[name]
         big = M2M100ForConditionalGeneration(_nllb(*shape))
-        return big.eval(), M2M100ForConditionalGeneration(_nllb(1024, 12, 4096)).eval(), torch.float32
+        return big.eval(), M2M100ForConditionalGeneration(_nllb(1024, 12, 4096)).eval(), torch.float32, {}
     if name == "marian":
-        return MarianMTModel(_marian(1024, 16, 4096)).eval(), MarianMTModel(_marian(512, 8, 2048)).eval(), torch.float32
+        big, draft = MarianMTModel(_marian(1024, 16, 4096)), MarianMTModel(_marian(512, 8, 2048))
+        return big.eval(), draft.eval(), torch.float32, {}
     if name == "flan-t5":
         big = T5ForConditionalGeneration(_flan_t5(1024, 2816, 24, 16))
-        return big.eval(), T5ForConditionalGeneration(_flan_t5(512, 1024, 8, 6)).eval(), torch.float32
+        return big.eval(), T5ForConditionalGeneration(_flan_t5(512, 1024, 8, 6)).eval(), torch.float32, {}
     if name == "t5gemma-2b":
         torch.set_default_dtype(torch.bfloat16)
         try:
@@ -145,7 +186,7 @@ def build_pair(name: str):
         finally:
             torch.set_default_dtype(torch.float32)
         draft.model.encoder = big.get_encoder()  # the same module: read once for both
-        return big, draft, torch.bfloat16
+        return big, draft, torch.bfloat16, {}
     raise ValueError(f"unknown pair {name!r}; choose from {sorted(PAIRS)}")
 
 
@@ -166,11 +207,12 @@ def measure(name: str, rows: int, fed: int, cache: int, repeats: int, max_new_to
     from seq2spec import Seq2SeqSpeculator
     from seq2spec.decoding.families import family_of
     from seq2spec.decoding.runner import DecoderRunner
+    from seq2spec.drafts.mel_bins import rebin_log_mel
 
-    big, draft, dtype = build_pair(name)
+    big, draft, dtype, extra = build_pair(name)
     inputs = _inputs(big, rows)
     inputs = {k: v.to(dtype) if v.is_floating_point() else v for k, v in inputs.items()}
-    speculator = Seq2SeqSpeculator(big, draft, num_draft_tokens=DRAFTED)
+    speculator = Seq2SeqSpeculator(big, draft, num_draft_tokens=DRAFTED, **extra)
     expected = big.generate(**inputs, do_sample=False, num_beams=1, max_new_tokens=max_new_tokens)
     got = speculator.generate(**inputs, max_new_tokens=max_new_tokens)
     identical = expected.shape == got.shape and bool(torch.equal(expected, got))
@@ -181,13 +223,16 @@ def measure(name: str, rows: int, fed: int, cache: int, repeats: int, max_new_to
     big_encoded = big.get_encoder()(**sources, attention_mask=mask).last_hidden_state
     config = big.generation_config
     start = config.decoder_start_token_id if config.decoder_start_token_id is not None else config.bos_token_id
-    vocabulary = big.get_output_embeddings().weight.shape[0]
     generator = torch.Generator().manual_seed(2)
 
     def timed(model, feed: int) -> float:
         family = family_of(model)
+        vocabulary = model.get_output_embeddings().weight.shape[0]
         shares = family.decoder_only or model is big or model.get_encoder() is big.get_encoder()
-        encoded = big_encoded if shares else model.get_encoder()(**sources, attention_mask=mask).last_hidden_state
+        own = {
+            k: rebin_log_mel(v, model.config.num_mel_bins) if k == "input_features" else v for k, v in sources.items()
+        }
+        encoded = big_encoded if shares else model.get_encoder()(**own, attention_mask=mask).last_hidden_state
         runner = DecoderRunner(model, family, encoded.to(model.dtype), mask)
         prompt = torch.cat([torch.full((rows, 1), start), torch.randint(5, vocabulary, (rows, cache - 1))], dim=1)
         runner.forward(prompt)

@@ -13,6 +13,7 @@ import torch
 from transformers import PreTrainedModel
 
 from seq2spec.decoding.families import Family, family_of
+from seq2spec.drafts.vocabulary_map import VocabularyMap, vocabulary_map
 from seq2spec.int8 import float_dtype, is_int8, is_int8_dtype, quantize_int8_pair
 from seq2spec.whisper.draft import is_whisper_draft_folder, load_whisper_draft
 
@@ -96,19 +97,54 @@ def output_vocabulary_size(model: PreTrainedModel) -> int:
     return int(head.out_features if hasattr(head, "out_features") else head.weight.shape[0])
 
 
-def check_compatible(big: PreTrainedModel, small: PreTrainedModel) -> None:
-    """A draft must speak the big model's vocabulary with the same special tokens."""
+def draft_vocabulary(
+    big: PreTrainedModel, small: PreTrainedModel, big_tokenizer: Any = None, small_tokenizer: Any = None
+) -> VocabularyMap | None:
+    """None where the draft speaks the big model's vocabulary (the same output size and special tokens, and, with
+    ``small_tokenizer`` given, the same ids for the same texts); else the map of its tokens onto the big model's by
+    their text (``vocabulary_map.py``), from the tokenizers given or those of the models' names. A ``ValueError``
+    names what is missing or why the draft cannot serve."""
     big_vocab, small_vocab = output_vocabulary_size(big), output_vocabulary_size(small)
-    if big_vocab != small_vocab:
-        raise ValueError(
-            f"big and draft models have different vocabularies ({big_vocab} vs {small_vocab} output tokens); "
-            "the draft must share the big model's tokenizer"
-        )
     big_ids, small_ids = special_ids(big), special_ids(small)
     differing = {name: (big_ids[name], small_ids[name]) for name in big_ids if big_ids[name] != small_ids[name]}
-    if differing:
+    if big_vocab == small_vocab and not differing and small_tokenizer is None:
+        return None
+    if big_vocab != small_vocab:
+        problem = f"big and draft models have different vocabularies ({big_vocab} vs {small_vocab} output tokens)"
+    elif differing:
         detail = ", ".join(f"{name}: big {b!r} vs draft {s!r}" for name, (b, s) in differing.items())
-        raise ValueError(f"big and draft models use different special-token ids ({detail})")
+        problem = f"big and draft models use different special-token ids ({detail})"
+    else:
+        problem = "a draft_tokenizer was given"
+    try:
+        tokenizers = [
+            _text_tokenizer(given, model, role)
+            for given, model, role in ((big_tokenizer, big, "big"), (small_tokenizer, small, "draft"))
+        ]
+    except ValueError as error:
+        raise ValueError(
+            f"{problem}; a draft with another tokenizer proposes through its tokens' text, which needs both "
+            f"tokenizers ({error}): pass tokenizer= and draft_tokenizer=, or load the models by name"
+        ) from None
+    vocabulary = vocabulary_map(*tokenizers, big, small, (big_vocab, small_vocab))
+    return None if vocabulary.is_identity and not differing else vocabulary
+
+
+def _text_tokenizer(given: Any, model: PreTrainedModel, role: str) -> Any:
+    """A model's tokenizer: ``given`` (a processor's own tokenizer, one loaded by name) or the model's name's."""
+    if given is None:
+        given = getattr(model, "name_or_path", None) or None
+        if given is None:
+            raise ValueError(f"no tokenizer for the {role} model, which has no name")
+    if isinstance(given, str):
+        given = load_tokenizer(given)
+    from transformers import ProcessorMixin
+
+    if isinstance(given, ProcessorMixin):
+        given = given.tokenizer
+    if not callable(getattr(given, "get_vocab", None)):
+        raise ValueError(f"the {role} model's tokenizer {type(given).__name__} has no get_vocab()")
+    return given
 
 
 def check_shared_vocabulary(model: PreTrainedModel) -> None:
@@ -161,6 +197,7 @@ class ModelPair:
     draft: PreTrainedModel | None = None
     draft_family: Family | None = None
     shares_encoder: bool = False  # the draft reads the big model's encoder output
+    vocabulary: VocabularyMap | None = None  # a draft of another vocabulary: its tokens matched to the big model's
 
     @classmethod
     def load(
@@ -169,9 +206,11 @@ class ModelPair:
         draft: ModelLike | None,
         device: str | torch.device | None = None,
         dtype: torch.dtype | str | None = None,
+        tokenizers: tuple[Any, Any] = (None, None),
     ) -> ModelPair:
         """The pair from models or names: a model loaded by name takes ``device`` and ``dtype`` (``"int8"``: the
-        int8 mode), a draft loaded by name follows the big model."""
+        int8 mode), a draft loaded by name follows the big model. ``tokenizers`` (big's, draft's; None: by the
+        models' names) match a draft's tokens to the big model's where their vocabularies differ."""
         int8 = is_int8_dtype(dtype)
         loaded_by_name = isinstance(big, str)
         if int8 and not loaded_by_name:
@@ -194,7 +233,7 @@ class ModelPair:
             loaded = load_model(draft, "draft")
             pair.draft = loaded.to(model.device, model.dtype) if isinstance(draft, str) else loaded
             pair.draft_family = family_of(pair.draft, "draft")
-            check_compatible(model, pair.draft)
+            pair.vocabulary = draft_vocabulary(model, pair.draft, *tokenizers)
             # a decoder-only assistant has no encoder: it reads the big model's encoder output
             pair.shares_encoder = pair.draft_family.decoder_only or encoders_match(model, pair.draft)
         if int8 and loaded_by_name:

@@ -186,15 +186,15 @@ def _check_copy_choices(options: SpeculationOptions, copy_only: bool, draft: obj
 class Seq2SeqSpeculator:
     """Batched speculative decoding for encoder-decoder models; output identical to ``big.generate``.
 
-    ``big`` is a transformers encoder-decoder (any family of its seq2seq and speech-seq2seq generation mappings but
-    the few refused by name: T5, BART, Marian, NLLB, Pegasus, Whisper, Moonshine, ...) or a name/path for
-    ``from_pretrained``;
-    with ``big=None`` the shipped spelling corrector is used. ``draft`` proposes the candidates: a draft model (or its
-    name/path) sharing the big model's vocabulary, ``"input-copy"`` to copy from each row's own source, a
-    ``Proposer`` object of your own, or None for no draft at all. By default the shipped big model proposes by input
-    copy from a spell-checked source (``spellcheck_copy``), the fastest proposer measured with it
-    (``seq2spec.default_models.shipped_speller``; its distilled draft is ``load_speller()[1]``). Another big model
-    gets no draft by default.
+    ``big`` is a transformers encoder-decoder (any family of its seq2seq and speech-seq2seq generation mappings but the
+    few refused by name: T5, BART, Marian, NLLB, Pegasus, Whisper, Moonshine, ...) or a name/path for
+    ``from_pretrained``; with ``big=None`` the shipped spelling corrector is used. ``draft`` proposes the candidates: a
+    draft model (or its name/path) sharing the big model's vocabulary or, with another tokenizer, proposing through its
+    tokens' text (``draft_tokenizer``, else its name's: Whisper tiny for large-v3; ``drafts/vocabulary_map.py``),
+    ``"input-copy"`` to copy from each row's own source, a ``Proposer`` object of your own, or None for no draft at all.
+    By default the shipped big model proposes by input copy from a spell-checked source (``spellcheck_copy``), the
+    fastest proposer measured with it (``seq2spec.default_models.shipped_speller``; its distilled draft is
+    ``load_speller()[1]``). Another big model gets no draft by default.
 
     ``options`` (``SpeculationOptions``) say how candidates are proposed, ``spelling`` (``SpellingSettings``) which
     text steps ``correct`` takes around the model; keyword arguments such as ``num_draft_tokens=8`` or
@@ -219,6 +219,7 @@ class Seq2SeqSpeculator:
         device: str | torch.device | None = None,
         dtype: torch.dtype | str | None = None,
         language_drafts: Mapping[str, ModelLike] | None = None,
+        draft_tokenizer: PreTrainedTokenizerBase | str | None = None,
         **changes: Any,
     ) -> None:
         _check_settings(options, spelling, changes)
@@ -234,9 +235,8 @@ class Seq2SeqSpeculator:
         copy_only = isinstance(draft, str) and draft == INPUT_COPY
         proposer = draft if _is_proposer(draft) else None
         model_draft = None if copy_only or proposer is not None or draft is SHIPPED else draft
-        pair = ModelPair.load(big, model_draft, device, dtype)
-        self.big, self.big_family, self.draft = pair.big, pair.big_family, pair.draft
-        self._pair = pair
+        pair = ModelPair.load(big, model_draft, device, dtype, tokenizers=(tokenizer, draft_tokenizer))
+        self.big, self.big_family, self.draft, self._pair = pair.big, pair.big_family, pair.draft, pair
         spelling_changes = {name: changes.pop(name) for name in SpellingSettings.field_names() if name in changes}
         _check_text_language(spelling_changes, pair.big_family)
         languages = _checked_language_drafts(language_drafts, pair.big_family.model_type)
@@ -252,6 +252,7 @@ class Seq2SeqSpeculator:
             copy=copy_only or self.options.input_copy,
             proposer=proposer,
             big=self.big,
+            vocabulary=pair.vocabulary,
         )
         self._tokenizer = load_tokenizer(tokenizer) if isinstance(tokenizer, str) else tokenizer
         self._tokenizer_source = big if isinstance(big, str) else None

@@ -13,11 +13,14 @@ import os
 import pytest
 import torch
 from toy_helpers import (
+    V3_SPECIALS,
+    WHISPER_TOY_SPECIALS,
     build_toy_whisper,
     long_form_toy_features,
     perturbed_copy,
     prompted_long_form,
     toy_features,
+    toy_whisper_tokenizer,
     varied_enough,
     whisper_causal_assistant,
     whisper_draft_sharing_encoder,
@@ -153,6 +156,23 @@ def test_whisper_short_and_long_form_on_cuda(dtype):
     kwargs = {"attention_mask": mask, "return_timestamps": True, "language": "en"}
     expected = greedy(big, features, **kwargs)
     assert_same(Seq2SeqSpeculator(big, draft).generate(input_features=features, **kwargs), expected)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_whisper_draft_of_another_vocabulary_and_mel_bins_on_cuda(dtype):
+    """large-v3's layout (128 mel bins, one language token more) checked against a tiny-like draft (80 bins, the
+    older vocabulary, its own encoder): its tokens matched by text, the features rebinned on the device."""
+    big = build_toy_whisper(7, special_tokens=V3_SPECIALS, num_mel_bins=128).to(DEVICE, DTYPES[dtype])
+    draft = build_toy_whisper(8, decoder_layers=1).to(DEVICE, DTYPES[dtype])
+    tokenizers = toy_whisper_tokenizer(V3_SPECIALS), toy_whisper_tokenizer(WHISPER_TOY_SPECIALS)
+    generator = torch.Generator().manual_seed(9)
+    features = 2 * torch.randn(4, 128, 1, generator=generator) + 0.3 * torch.randn(4, 128, 3000, generator=generator)
+    features = features.to(DEVICE, DTYPES[dtype])
+    speculator = Seq2SeqSpeculator(big, draft, tokenizers[0], draft_tokenizer=tokenizers[1])
+    for kwargs in ({"language": "fr"}, {"language": "en", "return_timestamps": True}):
+        expected = greedy(big, features, max_new_tokens=30, **kwargs)
+        assert_same(speculator.generate(input_features=features, max_new_tokens=30, **kwargs), expected)
+    assert speculator.last_stats.draft_encoder_calls == 1 and speculator.last_stats.draft_forwards > 0
 
 
 @pytest.mark.parametrize("dtype", DTYPES)

@@ -50,19 +50,27 @@ WHISPER_TOY_TEXT_TOKENS = 256  # byte-level text tokens; the specials follow, th
 
 
 def build_toy_whisper(
-    seed: int = 0, *, decoder_layers: int = 2, max_target_positions: int = 64, max_source_positions: int = 1500
+    seed: int = 0,
+    *,
+    decoder_layers: int = 2,
+    max_target_positions: int = 64,
+    max_source_positions: int = 1500,
+    special_tokens: tuple[str, ...] = WHISPER_TOY_SPECIALS,
+    num_mel_bins: int = 80,
 ):
     """A small random Whisper (80 mel bins, 30 s windows of 3000 frames; ``max_source_positions=100``: 200-frame
     windows, for tests that run the encoder thousands of times) whose greedy output depends on the audio and ends with
-    EOS at different steps: weights rescaled, timestamp-token embeddings shrunk, the EOS embedding enlarged."""
+    EOS at different steps: weights rescaled, timestamp-token embeddings shrunk, the EOS embedding enlarged.
+    ``special_tokens`` follow the 256 text tokens (``<|endoftext|>`` and ``<|startoftranscript|>`` first; its
+    ``<|xx|>`` tokens of two or three letters are the languages)."""
     from transformers import GenerationConfig, WhisperConfig, WhisperForConditionalGeneration
 
-    text, specials = WHISPER_TOY_TEXT_TOKENS, len(WHISPER_TOY_SPECIALS)
+    text, specials = WHISPER_TOY_TEXT_TOKENS, len(special_tokens)
     eos, start = text, text + 1
     torch.manual_seed(seed)
     config = WhisperConfig(
         vocab_size=text + specials + 1501,
-        num_mel_bins=80,
+        num_mel_bins=num_mel_bins,
         d_model=64,
         encoder_layers=2,
         decoder_layers=decoder_layers,
@@ -92,7 +100,8 @@ def build_toy_whisper(
         embeddings[eos] *= 3.0
         model.model.decoder.embed_positions.weight.normal_(0, 3.0)
         model.model.encoder.embed_positions.weight.normal_(0, 0.5)
-    ids = {token: text + index for index, token in enumerate(WHISPER_TOY_SPECIALS)}
+    ids = {token: text + index for index, token in enumerate(special_tokens)}
+    languages = [token for token in special_tokens if len(token) in (6, 7) and token[2:-2].isalpha()]
     model.generation_config = GenerationConfig(
         decoder_start_token_id=start,
         eos_token_id=eos,
@@ -100,7 +109,7 @@ def build_toy_whisper(
         bos_token_id=eos,
         no_timestamps_token_id=ids["<|notimestamps|>"],
         prev_sot_token_id=ids["<|startofprev|>"],
-        lang_to_id={token: ids[token] for token in ("<|en|>", "<|fr|>", "<|de|>")},
+        lang_to_id={token: ids[token] for token in languages},
         task_to_id={"transcribe": ids["<|transcribe|>"], "translate": ids["<|translate|>"]},
         is_multilingual=True,
         max_length=max_target_positions,
@@ -176,3 +185,40 @@ def whisper_causal_assistant(big, decoder_layers: int = 1):
     assistant.proj_out.weight = assistant.model.decoder.embed_tokens.weight
     assistant.generation_config = copy.deepcopy(big.generation_config)
     return assistant
+
+
+# large-v3's order: <|yue|> after the last language, before the task tokens
+V3_SPECIALS = (*WHISPER_TOY_SPECIALS[:5], "<|yue|>", *WHISPER_TOY_SPECIALS[5:])
+
+
+def toy_whisper_tokenizer(special_tokens: tuple[str, ...]):
+    """A tokenizer of the toy Whisper's vocabulary: 256 text tokens, the specials, 1501 timestamp tokens."""
+    from tokenizers import Tokenizer, models
+    from transformers import PreTrainedTokenizerFast
+
+    texts = [f"t{index}" for index in range(WHISPER_TOY_TEXT_TOKENS)]
+    timestamps = [f"<|{index * 0.02:.2f}|>" for index in range(1501)]
+    vocab = {token: index for index, token in enumerate([*texts, *special_tokens, *timestamps])}
+    return PreTrainedTokenizerFast(tokenizer_object=Tokenizer(models.WordLevel(vocab, unk_token="<|endoftext|>")))
+
+
+def without_token(model, token: int):
+    """A copy of a toy Whisper whose vocabulary lacks ``token``: the later tokens' ids one lower."""
+    model = copy.deepcopy(model)
+    weight = model.model.decoder.embed_tokens.weight.data
+    kept = torch.cat([weight[:token], weight[token + 1 :]])
+    model.model.decoder.embed_tokens = torch.nn.Embedding.from_pretrained(kept, freeze=False)
+    model.proj_out = torch.nn.Linear(kept.shape[1], kept.shape[0], bias=False)
+    model.proj_out.weight = model.model.decoder.embed_tokens.weight
+    model.config.vocab_size = kept.shape[0]
+    generation = model.generation_config
+
+    def moved(index: int) -> int:
+        return index - 1 if index > token else index
+
+    for name in ("decoder_start_token_id", "no_timestamps_token_id", "prev_sot_token_id"):
+        setattr(generation, name, moved(getattr(generation, name)))
+    generation.lang_to_id = {name: moved(index) for name, index in generation.lang_to_id.items() if index != token}
+    generation.task_to_id = {name: moved(index) for name, index in generation.task_to_id.items()}
+    model.config.decoder_start_token_id = generation.decoder_start_token_id
+    return model.eval()

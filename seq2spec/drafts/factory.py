@@ -18,9 +18,11 @@ from seq2spec.drafts.input_copy import InputCopyProposer, SourceRewrite
 from seq2spec.drafts.lean_t5 import LEAN_FAMILIES, LeanT5Decoder
 from seq2spec.drafts.lean_t5_encoder import LeanT5Encoder, has_hooks
 from seq2spec.drafts.lean_whisper import LeanWhisperDraft, is_whisper_draft, transcribed_languages
+from seq2spec.drafts.mel_bins import rebin_log_mel
 from seq2spec.drafts.no_draft import NoDraft
 from seq2spec.drafts.schedule import LengthSchedule
 from seq2spec.drafts.shared_cross import big_cross_states, shared_cross_layers
+from seq2spec.drafts.vocabulary_map import DraftPromptProposer, MappedRunner, VocabularyMap
 from seq2spec.drafts.width import RoundCost, WidthChooser
 from seq2spec.int8 import int8_available
 from seq2spec.options import SpeculationOptions, SpeculationStats
@@ -57,6 +59,7 @@ class ProposerFactory:
     output), ``copy`` proposes from each row's source (with ``draft``: copy where it aligns, the draft elsewhere),
     ``proposer`` is a user's own ``Proposer``, reused across batches (``start`` is called for each).
     ``copy_rewrite`` (set by the speculator for ``spellcheck_copy``) rewrites the sources a copy proposes from.
+    ``vocabulary`` maps a draft of another vocabulary onto the big model's (``vocabulary_map.py``).
     """
 
     def __init__(
@@ -69,12 +72,14 @@ class ProposerFactory:
         copy: bool = False,
         proposer: Proposer | None = None,
         big: PreTrainedModel | None = None,
+        vocabulary: VocabularyMap | None = None,
     ) -> None:
         if draft is not None and family is None:
             raise ValueError("a draft model needs its family")
         self.options = options
         self.draft, self.family, self.shares_encoder = draft, family, shares_encoder
         self.big = big
+        self.vocabulary = vocabulary
         self.copy = copy
         self.proposer = CheckedProposer(proposer) if proposer is not None else None
         self.copy_rewrite: SourceRewrite | None = None
@@ -97,16 +102,21 @@ class ProposerFactory:
         draft_schedule = LengthSchedule(
             options.num_draft_tokens, options.min_draft_tokens, options.max_draft_tokens, "add", options.adaptive
         )
-        runner = self._draft_runner(batch, stats)
+        vocabulary = self.vocabulary
+        runner = self._draft_runner(batch if vocabulary is None else vocabulary.draft_batch(batch), stats)
+        if vocabulary is not None:
+            runner = MappedRunner(runner, vocabulary)
         if self.copy:
-            return CopyThenDraftProposer(runner, copy_schedule, draft_schedule, self.copy_rewrite)
-        return DraftModelProposer(
-            runner,
-            draft_schedule,
-            min_confidence=options.min_draft_confidence,
-            transcript_only=not options.draft_reads_prompt,
-            gate=DraftGate() if options.pause_draft else None,
-        )
+            proposer = CopyThenDraftProposer(runner, copy_schedule, draft_schedule, self.copy_rewrite)
+        else:
+            proposer = DraftModelProposer(
+                runner,
+                draft_schedule,
+                min_confidence=options.min_draft_confidence,
+                transcript_only=not options.draft_reads_prompt,
+                gate=DraftGate() if options.pause_draft else None,
+            )
+        return proposer if vocabulary is None else DraftPromptProposer(proposer, vocabulary)
 
     def _draft_runner(self, batch: DecodingBatch, stats: SpeculationStats) -> DecoderRunner | StaticDraftRunner:
         draft, family = self.draft, self.family
@@ -120,6 +130,10 @@ class ProposerFactory:
             inputs = batch.encoder_inputs.to(device)
             if inputs.is_floating_point():
                 inputs = inputs.to(dtype)
+            elif self.vocabulary is not None:  # source token ids, in the draft's own vocabulary
+                inputs = self.vocabulary.draft_ids(inputs)
+            if family.model_type == "whisper" and inputs.shape[1] != draft.config.num_mel_bins:
+                inputs = rebin_log_mel(inputs, draft.config.num_mel_bins)  # large-v3's 128 bins for an 80-bin draft
             if lean_encoder is not None:
                 encoder_hidden_states = lean_encoder(inputs, mask)
             else:

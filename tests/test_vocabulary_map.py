@@ -9,6 +9,7 @@ import copy
 import numpy as np
 import pytest
 import torch
+from family_models import encoder_decoder_cases, varied_model
 from tokenizers import Tokenizer, models
 from toy_helpers import (
     V3_SPECIALS,
@@ -160,26 +161,46 @@ def word_tokenizer(ids: list[int]) -> PreTrainedTokenizerFast:
     return PreTrainedTokenizerFast(tokenizer_object=Tokenizer(models.WordLevel(vocab, unk_token="w2")))
 
 
-def test_a_text_draft_numbering_its_tokens_otherwise_reads_sources_and_proposes_through_the_map():
-    """The big T5 itself with its token ids permuted proposes exactly what the big T5 itself proposes as a draft, only
-    if sources, prompts and scores all pass through the map."""
-    big = build_toy_model("t5-v1_1", seed=11)
-    size = big.config.vocab_size
-    order = torch.cat([torch.arange(3), 3 + torch.randperm(size - 3, generator=torch.Generator().manual_seed(0))])
-    draft = copy.deepcopy(big)
-    with torch.no_grad():  # the draft's id order[i] is the big model's id i
-        for weight in {id(w): w for w in (draft.shared.weight, draft.lm_head.weight)}.values():  # tied or not
+def renumbered(model, order: torch.Tensor):
+    """A copy of ``model`` whose token ``order[i]`` is ``model``'s token ``i``: its embeddings, output rows and
+    per-token output biases reordered."""
+    copied = copy.deepcopy(model)
+    tables = [copied.get_input_embeddings(), copied.get_output_embeddings()]
+    tables += [part.get_input_embeddings() for part in (copied.get_encoder(), copied.get_decoder())]
+    with torch.no_grad():
+        for weight in {id(table.weight): table.weight for table in tables}.values():
             weight[order] = weight.clone()
-    inputs, mask = random_sources(6, seed=12)
-    expected = big.generate(inputs, attention_mask=mask, max_new_tokens=20)
+        bias = getattr(copied, "final_logits_bias", None)  # BART's, Marian's, Pegasus's per-token output bias
+        if bias is not None:
+            bias[:, order] = bias.clone()
+    return copied
+
+
+@pytest.mark.parametrize("model_type", ["t5-v1_1", "pegasus", "m2m_100", "umt5"])
+def test_a_text_draft_numbering_its_tokens_otherwise_proposes_what_it_would_with_the_same_ids(model_type):
+    """The big model itself with its token ids permuted proposes exactly what an unpermuted copy proposes, only if
+    sources, prompts and scores all pass through the map."""
+    if model_type == "t5-v1_1":
+        big = build_toy_model(model_type, seed=11)
+        inputs, mask = random_sources(6, seed=12)
+        inputs = {"input_ids": inputs, "attention_mask": mask}
+    else:
+        case = next(case for case in encoder_decoder_cases() if case.model_type == model_type)
+        big, inputs = varied_model(case)
+    size = big.get_output_embeddings().weight.shape[0]
+    specials = (big.config.pad_token_id, big.config.eos_token_id, big.config.decoder_start_token_id)
+    fixed = 1 + max(token for token in specials if token is not None)  # the special tokens keep their ids
+    shuffled = torch.randperm(size - fixed, generator=torch.Generator().manual_seed(0))
+    order = torch.cat([torch.arange(fixed), fixed + shuffled])
+    expected = big.generate(**inputs, max_new_tokens=20, do_sample=False, num_beams=1)
     same_ids = Seq2SeqSpeculator(big, copy.deepcopy(big))
     mapped = Seq2SeqSpeculator(
-        big, draft, word_tokenizer(list(range(size))), draft_tokenizer=word_tokenizer(order.tolist())
+        big, renumbered(big, order), word_tokenizer(list(range(size))), draft_tokenizer=word_tokenizer(order.tolist())
     )
     assert mapped._pair.vocabulary is not None and same_ids._pair.vocabulary is None
     for speculator in (same_ids, mapped):
-        assert torch.equal(speculator.generate(inputs, mask, max_new_tokens=20), expected)
-    assert mapped.last_stats.accepted_draft_tokens > 20
+        assert torch.equal(speculator.generate(**inputs, max_new_tokens=20), expected)
+    assert mapped.last_stats.accepted_draft_tokens > 10
     assert mapped.last_stats.accepted_length_histogram == same_ids.last_stats.accepted_length_histogram
     assert mapped.last_stats.proposed_draft_tokens == same_ids.last_stats.proposed_draft_tokens
 

@@ -51,9 +51,10 @@ class VocabularyMap:
         big_named = {text: index for text, index in big_tokens.items() if 0 <= index < big_size}
         draft_named = {text: index for text, index in draft_tokens.items() if 0 <= index < draft_size}
         to_big = torch.full((draft_size,), -1, dtype=torch.long)
-        for text, index in draft_named.items():
-            if text in big_named:
-                to_big[index] = big_named[text]
+        matched = [(index, big_named[text]) for text, index in draft_named.items() if text in big_named]
+        if matched:
+            draft_ids, big_ids = zip(*matched, strict=True)
+            to_big[list(draft_ids)] = torch.tensor(big_ids)
         big_unnamed = set(range(big_size)) - set(big_named.values())
         draft_unnamed = set(range(draft_size)) - set(draft_named.values())
         big_matched = set(to_big.tolist())

@@ -13,6 +13,7 @@ import torch
 from transformers import PreTrainedModel
 
 from seq2spec.decoding.families import Family, family_of
+from seq2spec.drafts.own_layers import is_layer_draft_folder, load_layer_draft
 from seq2spec.drafts.vocabulary_map import VocabularyMap, vocabulary_map
 from seq2spec.int8 import float_dtype, is_int8, is_int8_dtype, quantize_int8_pair
 from seq2spec.whisper.draft import is_whisper_draft_folder, load_whisper_draft
@@ -227,6 +228,10 @@ class ModelPair:
                 kind = model.config.model_type
                 raise ValueError(f"{draft} holds a draft for a Whisper model; the big model is {kind}")
             pair.draft = load_whisper_draft(model, draft)
+            pair.draft_family = family_of(pair.draft, "draft")
+            pair.shares_encoder = True
+        elif draft is not None and is_layer_draft_folder(draft):  # save_layer_draft's: the big model's own layers
+            pair.draft = load_layer_draft(model, draft)
             pair.draft_family = family_of(pair.draft, "draft")
             pair.shares_encoder = True
         elif draft is not None:

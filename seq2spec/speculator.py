@@ -190,11 +190,11 @@ class Seq2SeqSpeculator:
     few refused by name: T5, BART, Marian, NLLB, Pegasus, Whisper, Moonshine, ...) or a name/path for
     ``from_pretrained``; with ``big=None`` the shipped spelling corrector is used. ``draft`` proposes the candidates: a
     draft model (or its name/path) sharing the big model's vocabulary or, with another tokenizer, proposing through its
-    tokens' text (``draft_tokenizer``, else its name's: Whisper tiny for large-v3; ``drafts/vocabulary_map.py``),
+    tokens' text (``draft_tokenizer``, else its name's: Whisper tiny for large-v3; ``drafts/vocabulary_map.py``), a
+    draft of the big model's own layers or its folder (``drafts.layer_draft``, ``seq2spec distill-draft``),
     ``"input-copy"`` to copy from each row's own source, a ``Proposer`` object of your own, or None for no draft at all.
-    By default the shipped big model proposes by input copy from a spell-checked source (``spellcheck_copy``), the
-    fastest proposer measured with it (``seq2spec.default_models.shipped_speller``; its distilled draft is
-    ``load_speller()[1]``). Another big model gets no draft by default.
+    By default the shipped big model proposes by input copy from a spell-checked source (``spellcheck_copy``), its
+    fastest proposer (``default_models.shipped_speller``; its distilled draft: ``load_speller()[1]``); others, none.
 
     ``options`` (``SpeculationOptions``) say how candidates are proposed, ``spelling`` (``SpellingSettings``) which
     text steps ``correct`` takes around the model; keyword arguments such as ``num_draft_tokens=8`` or

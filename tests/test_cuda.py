@@ -141,6 +141,28 @@ def test_shipped_speller_on_cuda(dtype):
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
+def test_a_distilled_layer_draft_of_the_speller_on_cuda(dtype, tmp_path):
+    from seq2spec.default_models import load_speller
+    from seq2spec.drafts import DistillOptions, distill_layer_draft, layer_draft, save_layer_draft
+
+    big, _, tokenizer = load_speller(device=DEVICE, dtype=DTYPES[dtype])
+    lines = ["Teh cat sat on teh mat.", "She recieved a leter.", "I beleive it.", "The weather is nice today."] * 4
+    batches = [dict(tokenizer(lines[i : i + 4], padding=True, return_tensors="pt")) for i in range(0, 16, 4)]
+    draft = layer_draft(big, (0, 3))
+    dtypes = [parameter.dtype for parameter in draft.parameters()]  # T5 keeps its wo layers in float32
+    stats = distill_layer_draft(big, draft, batches, DistillOptions(steps=12, max_new_tokens=32, held_out=0.25))
+    assert stats.last_loss < stats.first_loss and [parameter.dtype for parameter in draft.parameters()] == dtypes
+    save_layer_draft(draft, tmp_path / "draft")
+    batch = tokenizer(lines[:8] + ["An apple a day keeps the doctor away."], padding=True, return_tensors="pt")
+    batch = batch.to(DEVICE)
+    expected = greedy(big, **batch, do_sample=False, max_new_tokens=48)
+    for proposer in (draft, str(tmp_path / "draft")):
+        speculator = Seq2SeqSpeculator(big, proposer, pause_draft=False)
+        assert_same(speculator.generate(batch["input_ids"], batch["attention_mask"], max_new_tokens=48), expected)
+        assert speculator.shares_encoder and speculator.last_stats.accepted_draft_tokens > 0
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
 def test_whisper_short_and_long_form_on_cuda(dtype):
     big = build_toy_whisper().to(DEVICE, DTYPES[dtype])
     draft = whisper_draft_sharing_encoder(big)

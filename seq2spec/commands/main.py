@@ -1,11 +1,11 @@
-"""The ``seq2spec`` command: ``correct``, ``transcribe``, ``serve``, ``convert-ct2`` and ``demo``."""
+"""The ``seq2spec`` command: ``correct``, ``transcribe``, ``serve``, ``distill-draft``, ``convert-ct2`` and ``demo``."""
 
 from __future__ import annotations
 
 import argparse
 import sys
 
-from seq2spec.commands import convert, correct, demo, ray_cluster, serve, transcribe
+from seq2spec.commands import convert, correct, demo, distill, ray_cluster, serve, transcribe
 from seq2spec.commands.stopping import exit_status, sigterm_as_interrupt
 
 
@@ -15,6 +15,7 @@ def build_parser() -> argparse.ArgumentParser:
     correct.add_parser(commands).set_defaults(run_on_ray=ray_cluster.run_correct)
     transcribe.add_parser(commands).set_defaults(run_on_ray=ray_cluster.run_transcribe)
     serve.add_parser(commands)
+    distill.add_parser(commands)
     convert.add_parser(commands)
     demo.add_parser(commands)
     return parser

@@ -8,8 +8,6 @@ the padding logit, and strengthen the end-of-sequence logit so rows stop at diff
 
 from __future__ import annotations
 
-import copy
-
 import torch
 from transformers import (
     BartConfig,
@@ -22,6 +20,8 @@ from transformers import (
     T5Config,
     T5ForConditionalGeneration,
 )
+
+from seq2spec.drafts.own_layers import layer_draft
 
 FAMILIES = ("t5", "t5-v1_1", "mt5", "bart")  # the families the full test grid covers
 EXTRA_FAMILIES = ("mbart",)
@@ -144,20 +144,8 @@ def damp_decoder_layers(model: PreTrainedModel, first: int, factor: float) -> Pr
 
 
 def truncated_draft(model: PreTrainedModel, layers: int) -> PreTrainedModel:
-    """A draft that shares ``model``'s encoder module and keeps its first ``layers`` decoder layers."""
-    config = copy.deepcopy(model.config)
-    if hasattr(config, "num_decoder_layers"):
-        config.num_decoder_layers = layers
-    else:
-        config.decoder_layers = layers
-    draft = type(model)(config).eval()
-    missing = draft.load_state_dict(model.state_dict(), strict=False)
-    if missing.missing_keys:
-        raise RuntimeError(f"weights missing from the truncated draft: {missing.missing_keys}")
-    draft.encoder = model.get_encoder()  # the same module: the speculator runs it once for both
-    if hasattr(draft, "model"):
-        draft.model.encoder = model.get_encoder()
-    return draft
+    """A draft of ``model``'s first ``layers`` decoder layers that shares its encoder module and the rest."""
+    return layer_draft(model, tuple(range(layers)))
 
 
 def build_toy_pair(size: str = "small", *, seed: int = 0) -> tuple[PreTrainedModel, PreTrainedModel]:

@@ -1,0 +1,186 @@
+"""A draft made of a model's own decoder layers, distilled on lines like the user's, against a separately trained draft.
+
+The model is the shipped speller's big T5 (4 decoder layers, d_model 384; a real trained model, not a random one),
+standing for a user's model that has no draft. Its sibling, the shipped distilled draft (its own 4-layer encoder and
+2-layer decoder at d_model 128, trained for hours, ``seq2spec/assets/speller/MODEL_CARD.md``), is the draft a team
+that trains one would have. Layer drafts (``seq2spec.drafts.own_layers.layer_draft``: copies of the chosen decoder
+layers, reading the big encoder's output, sharing embeddings and head) are measured untrained and after
+``distill_layer_draft`` on ``--train-lines`` misspelled sentences of the speller's training corpus
+(recipes/speller_data.py; the held-out share never used), labelled by the big model itself.
+
+Evaluation: the first ``--eval-lines`` sources of recipes/data/spelling_heldout.tsv (no sentence of it in training), in
+batches of 32 sorted by length, every side's tokens compared with greedy's. Timed once each, greedy first, after an
+untimed pass of greedy. Writes ``results/<name>.{json,md,png}``.
+
+    python benchmarks/bench_layer_draft.py --layers 0 --layers 0,3 --steps 600 --train-lines 3000
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import sys
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import torch
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "recipes"))
+sys.path.insert(0, str(Path(__file__).parent))
+from bench_core import processor_name  # noqa: E402
+from speller_data import Corruptor, is_held_out, load_corpus, load_typos  # noqa: E402
+
+from seq2spec import Seq2SeqSpeculator  # noqa: E402
+from seq2spec.default_models import load_speller  # noqa: E402
+from seq2spec.drafts.distill import DistillOptions, distill_layer_draft, label_batch  # noqa: E402
+from seq2spec.drafts.own_layers import layer_draft, own_layer_list  # noqa: E402
+
+HELD_OUT = ROOT / "recipes" / "data" / "spelling_heldout.tsv"
+BATCH = 32
+MAX_NEW_TOKENS = 128
+
+
+@dataclass
+class Row:
+    draft: str
+    own_parameters: int
+    distil_minutes: float | None  # labelling the training lines and training
+    agreement_held_out: float | None  # teacher-forced, on the held-out share of the training lines' batches
+    seconds: float
+    speedup: float
+    tokens_per_big_row_forward: float | None
+    identical: bool
+
+
+def evaluation_lines(count: int) -> tuple[list[str], set[str]]:
+    rows = [line.split("\t") for line in HELD_OUT.read_text(encoding="utf-8").splitlines()[1:]]
+    return [source for source, _ in rows[:count]], {reference for _, reference in rows}
+
+
+def training_lines(count: int, avoid: set[str], seed: int = 0) -> list[str]:
+    """Misspelled sentences of the speller's corpus outside its held-out share and the evaluation set."""
+    rng = random.Random(seed)
+    corpus = [s for s in load_corpus() if not is_held_out(s) and s not in avoid and len(s) <= 140]
+    rng.shuffle(corpus)
+    corrupt = Corruptor(load_typos())
+    return sorted((corrupt(sentence, rng) for sentence in corpus[:count]), key=len)
+
+
+def batches_of(tokenizer, lines: list[str]) -> list[dict]:
+    ordered = sorted(lines, key=len)
+    return [
+        dict(tokenizer(ordered[i : i + BATCH], return_tensors="pt", padding=True))
+        for i in range(0, len(ordered), BATCH)
+    ]
+
+
+def decode(big, draft, batches) -> tuple[float, list[torch.Tensor], float | None]:
+    speculator = None if draft is None else Seq2SeqSpeculator(big, draft)
+    outputs, generated, row_forwards = [], 0, 0
+    started = time.perf_counter()
+    for batch in batches:
+        if speculator is None:
+            outputs.append(big.generate(**batch, do_sample=False, num_beams=1, max_new_tokens=MAX_NEW_TOKENS))
+        else:
+            outputs.append(speculator.generate(**batch, max_new_tokens=MAX_NEW_TOKENS))
+            generated += speculator.last_stats.generated_tokens
+            row_forwards += speculator.last_stats.big_row_forwards
+    return time.perf_counter() - started, outputs, (generated / row_forwards if row_forwards else None)
+
+
+def bench(args) -> list[Row]:
+    big, shipped, tokenizer = load_speller()
+    sources, references = evaluation_lines(args.eval_lines)
+    evaluation = batches_of(tokenizer, sources)
+    training = batches_of(tokenizer, training_lines(args.train_lines, references))
+    decode(big, None, evaluation[:2])  # untimed: first calls allocate
+    greedy_seconds, expected, _ = decode(big, None, evaluation)
+
+    def row(name: str, draft, own: int, minutes=None, agreement=None) -> Row:
+        seconds, outputs, per_forward = decode(big, draft, evaluation)
+        same = all(torch.equal(a, b) for a, b in zip(outputs, expected, strict=True))
+        result = Row(name, own, minutes, agreement, seconds, greedy_seconds / seconds, per_forward, same)
+        print(result, flush=True)
+        return result
+
+    rows = [Row("none (greedy)", 0, None, None, greedy_seconds, 1.0, 1.0, True)]
+    rows.append(row("shipped distilled draft (own model)", shipped, sum(p.numel() for p in shipped.parameters())))
+    options = DistillOptions(steps=args.steps, max_new_tokens=MAX_NEW_TOKENS)
+    started = time.perf_counter()
+    labelled = [label_batch(big, batch, options) for batch in training]  # once, for every layer set
+    labelling_minutes = (time.perf_counter() - started) / 60
+    for layers in args.layers:
+        draft = layer_draft(big, layers)
+        own = sum(p.numel() for p in own_layer_list(draft).parameters())
+        name = "layers " + ",".join(map(str, layers))
+        rows.append(row(f"{name}, untrained", draft, own))
+        stats = distill_layer_draft(big, draft, labelled, options, progress=print)
+        minutes = labelling_minutes + stats.training_seconds / 60
+        print(stats, flush=True)
+        rows.append(row(f"{name}, distilled {args.steps} steps", draft, own, round(minutes, 1), stats.agreement_after))
+    return rows
+
+
+def markdown(rows: list[Row], args, machine: str) -> str:
+    lines = [
+        f"Shipped speller's big T5 as the user's model; {args.eval_lines} held-out lines in batches of {BATCH}; "
+        f"distilled on {args.train_lines} training lines, {args.steps} steps; {machine}; each side timed once.",
+        "",
+        "| draft | own parameters | distil min | held-out agreement | tokens/big row-forward | speedup | identical |",
+        "|---|---:|---:|---:|---:|---:|---|",
+    ]
+    for r in rows:
+        agreement = "" if r.agreement_held_out is None else f"{r.agreement_held_out:.3f}"
+        per_forward = "" if r.tokens_per_big_row_forward is None else f"{r.tokens_per_big_row_forward:.2f}"
+        minutes = "" if r.distil_minutes is None else f"{r.distil_minutes}"
+        lines.append(
+            f"| {r.draft} | {r.own_parameters:,} | {minutes} | {agreement} | {per_forward} | {r.speedup:.2f}x | "
+            f"{'yes' if r.identical else 'NO'} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def plot(rows: list[Row], path: Path) -> None:
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return
+    figure, axis = plt.subplots(figsize=(7, 0.5 + 0.45 * len(rows)))
+    axis.barh([r.draft for r in rows][::-1], [r.speedup for r in rows][::-1])
+    axis.axvline(1.0, color="gray", linewidth=0.8)
+    axis.set_xlabel("speed against the big model's greedy generate")
+    figure.tight_layout()
+    figure.savefig(path, dpi=120)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--layers", action="append", type=lambda text: tuple(int(x) for x in text.split(",")))
+    parser.add_argument("--steps", type=int, default=600)
+    parser.add_argument("--train-lines", type=int, default=3000)
+    parser.add_argument("--eval-lines", type=int, default=400)
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--out", type=Path, default=Path(__file__).parent / "results")
+    parser.add_argument("--name", default="layer_draft_cpu")
+    args = parser.parse_args()
+    args.layers = args.layers or [(0,), (0, 3)]
+    torch.set_num_threads(args.threads)
+    rows = bench(args)
+    machine = f"CPU {processor_name()}, {args.threads} threads, torch {torch.__version__}"
+    args.out.mkdir(parents=True, exist_ok=True)
+    payload = {"machine": machine, "arguments": {k: v for k, v in vars(args).items() if k != "out"}}
+    payload["rows"] = [asdict(r) for r in rows]
+    (args.out / f"{args.name}.json").write_text(json.dumps(payload, indent=2, default=str) + "\n")
+    (args.out / f"{args.name}.md").write_text(markdown(rows, args, machine))
+    plot(rows, args.out / f"{args.name}.png")
+    print(markdown(rows, args, machine))
+
+
+if __name__ == "__main__":
+    main()

@@ -409,6 +409,28 @@ def test_the_speculation_flags_reach_the_speller(monkeypatch):
     services = build_services(args)
     assert services.correct is not None and services.transcribe is None
     assert len(made) == 1 and made[0]["fit_copy_width"] is False and made[0]["num_draft_tokens"] == 3
+    assert "draft" not in made[0]  # the speller's own default proposer
+    for flag, expected in (("none", None), ("input-copy", "input-copy"), ("path/to/draft", "path/to/draft")):
+        build_services(build_parser().parse_args(["serve", "--no-transcriber", "--speller-draft", flag]))
+        assert made[-1]["draft"] == expected
+
+
+def test_a_users_speller_is_served_with_its_distilled_layer_draft(toy_byte_models, tmp_path):
+    from seq2spec.commands.correct import one_line
+    from seq2spec.commands.main import build_parser
+    from seq2spec.commands.serve import build_services
+    from seq2spec.drafts import layer_draft, save_layer_draft
+
+    big, _, tokenizer = toy_byte_models
+    big.save_pretrained(tmp_path / "speller")
+    tokenizer.save_pretrained(tmp_path / "speller")
+    save_layer_draft(layer_draft(big, (1,)), tmp_path / "draft")
+    flags = ["--speller", str(tmp_path / "speller"), "--speller-draft", str(tmp_path / "draft"), "--no-transcriber"]
+    services = build_services(build_parser().parse_args(["serve", *flags]))
+    lines = ["the cat sat on teh mat", "a dog barked", "she went home to sleep at night"]
+    alone = Seq2SeqSpeculator(str(tmp_path / "speller"), str(tmp_path / "draft"))
+    assert alone.shares_encoder
+    assert services.correct(lines, None) == [one_line(line) for line in alone.correct(lines, truncate=True)]
 
 
 def test_a_full_queue_answers_503_with_retry_after():

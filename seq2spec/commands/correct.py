@@ -22,6 +22,7 @@ from seq2spec.commands.flags import (
     add_speculation_flags,
     add_spelling_flags,
     apply_process_settings,
+    draft_keyword,
     plain_text,
     positive_int,
     speculation_changes,
@@ -233,9 +234,12 @@ def build_corrector(args: argparse.Namespace):
     """The speculator ``seq2spec correct`` runs (also built once per Ray actor)."""
     from seq2spec import Seq2SeqSpeculator
 
-    draft = {} if args.draft is None else {"draft": None if args.draft == "none" else args.draft}
     return Seq2SeqSpeculator(
-        args.model, **draft, device=args.device, dtype=torch_dtype(args.dtype), **speculation_changes(args)
+        args.model,
+        **draft_keyword(args.draft),
+        device=args.device,
+        dtype=torch_dtype(args.dtype),
+        **speculation_changes(args),
     )
 
 

@@ -53,6 +53,12 @@ def speculation_changes(args: argparse.Namespace) -> dict[str, Any]:
     return {name: getattr(args, name) for name in SpeculationOptions.field_names() if getattr(args, name) is not None}
 
 
+def draft_keyword(draft: str | None) -> dict[str, Any]:
+    """``--draft``'s value as ``Seq2SeqSpeculator``'s keyword: nothing when not given (the model's own default),
+    None for 'none', else the name, path or 'input-copy'."""
+    return {} if draft is None else {"draft": None if draft == "none" else draft}
+
+
 def language_code(text: str) -> str:
     """``--language``: a language code (checked as ``SpellingSettings`` checks it), or auto (None: told per text)."""
     if text.lower() == "auto":

@@ -23,6 +23,7 @@ from seq2spec.commands.flags import (
     add_runtime_flags,
     add_speculation_flags,
     apply_process_settings,
+    draft_keyword,
     plain_text,
     positive_int,
     speculation_changes,
@@ -68,7 +69,8 @@ def build_services(args: argparse.Namespace):
     correct = transcribe = None
     if not args.no_speller:
         dtype = torch_dtype(args.dtype)
-        speller = Seq2SeqSpeculator(args.speller, device=args.device, dtype=dtype, **speculation_changes(args))
+        draft = draft_keyword(args.speller_draft)
+        speller = Seq2SeqSpeculator(args.speller, **draft, device=args.device, dtype=dtype, **speculation_changes(args))
         for code in args.speller_languages:
             speller.spelling.updated(language=code)  # a ValueError where the speller's steps are English alone
 
@@ -146,6 +148,11 @@ def add_parser(commands) -> argparse.ArgumentParser:
     serve.add_argument("--api-key", help="key clients must send as 'Authorization: Bearer KEY' (env SEQ2SPEC_API_KEY)")
     serve.add_argument("--no-auth", action="store_true", help="serve without a key on any address")
     serve.add_argument("--speller", help="speller model: hub name or local path (default: the shipped speller)")
+    serve.add_argument(
+        "--speller-draft",
+        help="the speller's draft, as --draft of seq2spec correct takes it: a model, a seq2spec distill-draft folder, "
+        "'input-copy' or 'none' (default: the shipped speller's own proposer; none for another --speller)",
+    )
     serve.add_argument(
         "--speller-languages",
         type=language_codes,

@@ -9,7 +9,14 @@ import random
 import pytest
 import torch
 from conftest import assert_same
-from family_models import MAX_NEW_TOKENS, FamilyCase, encoder_decoder_cases, greedy, varied_model
+from family_models import (
+    MAX_NEW_TOKENS,
+    FamilyCase,
+    encoder_decoder_cases,
+    generate_arguments,
+    greedy,
+    varied_model,
+)
 
 from seq2spec import Seq2SeqSpeculator
 from seq2spec.commands.main import main
@@ -52,6 +59,21 @@ def test_a_draft_of_the_big_models_last_layer_decodes_as_greedy_in_every_family(
     assert speculator.last_stats.draft_encoder_calls == 0 and speculator.last_stats.draft_forwards > 0
     after = big.state_dict()
     assert all(torch.equal(before[name], after[name]) for name in before)  # the big model is as it was
+
+
+@pytest.mark.parametrize("case", [case for case in SERVED if case.model_type != "whisper"], ids=_ids)
+def test_distillation_runs_in_every_family_and_the_draft_stays_exact(case):
+    """The encoder output is the one generate made, as the family's encoder returns it (a speech encoder's subsampled
+    mask, Switch's router logits, Pop2Piano's conditioned features); ``generate``'s own arguments reach the labels."""
+    big, inputs = varied_model(case)
+    arguments = generate_arguments(big)
+    model_inputs = {name: value for name, value in inputs.items() if name not in arguments}
+    draft = layer_draft(big, (0,))
+    options = DistillOptions(steps=3, max_new_tokens=MAX_NEW_TOKENS, held_out=0.5)
+    stats = distill_layer_draft(big, draft, [model_inputs, model_inputs], options, **arguments)
+    assert stats.steps == 3 and stats.labelled_tokens > 0 and stats.agreement_after is not None
+    speculator = Seq2SeqSpeculator(big, draft, num_draft_tokens=3, pause_draft=False)
+    assert_same(speculator.generate(**inputs, max_new_tokens=MAX_NEW_TOKENS), greedy(big, inputs))
 
 
 def test_the_draft_shares_all_but_its_layers_and_numbers_them_afresh(toy_byte_models):

@@ -22,6 +22,7 @@ import torch
 import torch.nn.functional as F
 from transformers import PreTrainedModel
 from transformers.modeling_outputs import BaseModelOutput
+from transformers.utils import ModelOutput
 
 from seq2spec.drafts.own_layers import own_layer_list
 
@@ -68,7 +69,7 @@ class LabelledBatch:
     """One batch as the big model decodes it: what the draft reads and what it should answer."""
 
     extra: dict[str, torch.Tensor]  # the draft's inputs besides the encoder output (its attention mask)
-    encoder_output: torch.Tensor
+    encoder_output: ModelOutput  # as the big model's encoder returned it
     decoder_input_ids: torch.Tensor
     targets: torch.Tensor  # the big model's greedy next token; -100 past each row's end
     top_log_probs: torch.Tensor  # the big model's top-k next-token log-probabilities, renormalised over the k
@@ -96,24 +97,34 @@ def _kept_targets(sequences: torch.Tensor, big: PreTrainedModel, prompt_length: 
     return targets.masked_fill(ended, -100)
 
 
+def _encoder_output(output: object) -> ModelOutput:
+    return output if isinstance(output, ModelOutput) else BaseModelOutput(last_hidden_state=output[0])
+
+
 @torch.no_grad()
 def label_batch(
     big: PreTrainedModel, inputs: dict[str, torch.Tensor], options: DistillOptions, **generation_kwargs
 ) -> LabelledBatch:
-    """The big model's greedy output for ``inputs`` and its next-token distribution along it."""
+    """The big model's greedy output for ``inputs`` and its next-token distribution along it. The encoder output is
+    the one ``generate`` computed (caught as the encoder returns it, with whatever the family's output carries: a
+    speech encoder's subsampled mask, a mixture of experts' router logits)."""
     inputs = {name: value.to(big.device) for name, value in inputs.items()}
-    sequences = big.generate(
-        **inputs, do_sample=False, num_beams=1, max_new_tokens=options.max_new_tokens, **generation_kwargs
-    )
+    encoded: list[ModelOutput] = []
+    hook = big.get_encoder().register_forward_hook(lambda _module, _args, output: encoded.append(output))
+    try:
+        sequences = big.generate(
+            **inputs, do_sample=False, num_beams=1, max_new_tokens=options.max_new_tokens, **generation_kwargs
+        )
+    finally:
+        hook.remove()
+    if len(encoded) != 1:
+        raise ValueError(f"{type(big).__name__}'s generate ran its encoder {len(encoded)} times, not once")
     prompt = generation_kwargs.get("decoder_input_ids")
     prompt_length = prompt.shape[1] if isinstance(prompt, torch.Tensor) else 1
-    encoder_inputs = {name: value for name, value in inputs.items() if name in _ENCODER_INPUTS}
     extra = {name: value for name, value in inputs.items() if name not in _ENCODER_INPUTS}
-    encoder_output = big.get_encoder()(**encoder_inputs, **extra).last_hidden_state
+    encoder_output = _encoder_output(encoded[0])
     decoder_input_ids = sequences[:, :-1]
-    logits = big(
-        encoder_outputs=BaseModelOutput(last_hidden_state=encoder_output), decoder_input_ids=decoder_input_ids, **extra
-    ).logits.float()
+    logits = big(encoder_outputs=encoder_output, decoder_input_ids=decoder_input_ids, **extra).logits.float()
     top = logits.log_softmax(dim=-1).topk(options.top_k, dim=-1)
     return LabelledBatch(
         extra=extra,
@@ -127,7 +138,7 @@ def label_batch(
 
 def _draft_logits(draft: PreTrainedModel, batch: LabelledBatch) -> torch.Tensor:
     output = draft(
-        encoder_outputs=BaseModelOutput(last_hidden_state=batch.encoder_output),
+        encoder_outputs=batch.encoder_output,
         decoder_input_ids=batch.decoder_input_ids,
         use_cache=False,
         **batch.extra,

@@ -76,6 +76,19 @@ def test_distillation_runs_in_every_family_and_the_draft_stays_exact(case):
     assert_same(speculator.generate(**inputs, max_new_tokens=MAX_NEW_TOKENS), greedy(big, inputs))
 
 
+def test_a_translation_models_target_language_reaches_the_labels():
+    """NLLB and M2M100 take the target language as ``forced_bos_token_id``: the labels are generate's with it."""
+    big, inputs = varied_model(FamilyCase("m2m_100", speech=False))
+    target = int(greedy(big, inputs)[0, 3])  # a token the model writes, standing for a language token
+    labelled = label_batch(big, inputs, DistillOptions(max_new_tokens=MAX_NEW_TOKENS), forced_bos_token_id=target)
+    assert (labelled.decoder_input_ids[:, 1] == target).all() and (labelled.targets[:, 0] == target).all()
+    draft = layer_draft(big, (0,))
+    distill_layer_draft(big, draft, [labelled, labelled], DistillOptions(steps=3, max_new_tokens=MAX_NEW_TOKENS))
+    expected = greedy(big, {**inputs, "forced_bos_token_id": target})
+    speculator = Seq2SeqSpeculator(big, draft, pause_draft=False)
+    assert_same(speculator.generate(**inputs, forced_bos_token_id=target, max_new_tokens=MAX_NEW_TOKENS), expected)
+
+
 def test_the_draft_shares_all_but_its_layers_and_numbers_them_afresh(toy_byte_models):
     big = build_toy_model("bart", seed=3, layers=3, decoder_layers=3)
     draft = layer_draft(big, (0, 2))

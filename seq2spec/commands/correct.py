@@ -382,7 +382,8 @@ def add_parser(commands) -> argparse.ArgumentParser:
     correct.add_argument("--model", help="big model: hub name or local path (default: the shipped speller)")
     correct.add_argument(
         "--draft",
-        help="draft model: hub name or local path, 'input-copy' to copy from each line instead, or 'none' "
+        help="draft model: hub name or local path (a seq2spec distill-draft folder too), 'input-copy' to copy from "
+        "each line instead, or 'none' "
         "(default without --model: input copy from a spell-checked source, the shipped speller's fastest; its "
         "distilled draft is the folder seq2spec/assets/speller/small of the installed package; with --model: none)",
     )

@@ -120,7 +120,7 @@ def add_parser(commands) -> argparse.ArgumentParser:
         "--layers", type=layer_list, default=(0, -1), help="big decoder layers the draft copies (default 0,-1)"
     )
     parser.add_argument("--prefix", help="text put before every line, as the model is run (e.g. 'grammar: ')")
-    parser.add_argument("--steps", type=positive_int, default=300, help="training steps (default 300)")
+    parser.add_argument("--steps", type=positive_int, default=600, help="training steps (default 600)")
     parser.add_argument("--batch-size", type=positive_int, default=16, help="lines per batch (default 16)")
     parser.add_argument("--learning-rate", type=float, default=5e-4, help="AdamW's learning rate (default 5e-4)")
     parser.add_argument(

@@ -33,7 +33,7 @@ _ENCODER_INPUTS = ("input_ids", "input_features", "input_values", "inputs_embeds
 class DistillOptions:
     """How a layer draft is distilled."""
 
-    steps: int = 300
+    steps: int = 600
     learning_rate: float = 5e-4
     kl_weight: float = 1.0
     top_k: int = 16

@@ -169,3 +169,21 @@ def test_a_half_precision_checkpoint_loads_in_float32_on_a_cpu(toy_byte_models, 
     tokenizer.save_pretrained(tmp_path / "half")
     assert Seq2SeqSpeculator(str(tmp_path / "half")).big.dtype == torch.float32
     assert Seq2SeqSpeculator(str(tmp_path / "half"), dtype=torch.float16).big.dtype == torch.float16
+
+
+@pytest.mark.parametrize("command", ["correct", "transcribe", "distill-draft"])
+def test_a_device_torch_cannot_run_on_stops_the_command_naming_why(command, tmp_path, capsys):
+    import torch
+
+    arguments = {
+        "correct": [],
+        "transcribe": ["--out", str(tmp_path / "t.jsonl")],
+        "distill-draft": ["--model", str(tmp_path), "--out", str(tmp_path / "draft")],
+    }[command]
+    with pytest.raises(SystemExit) as stop:
+        main([command, str(tmp_path), *arguments, "--device", "cdua"])
+    assert stop.value.code == 2 and "'cdua' is not a device name" in capsys.readouterr().err
+    if not torch.cuda.is_available():
+        with pytest.raises(SystemExit) as stop:
+            main([command, str(tmp_path), *arguments, "--device", "cuda"])
+        assert stop.value.code == 2 and "sees no CUDA device" in capsys.readouterr().err

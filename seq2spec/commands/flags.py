@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import re
+import sys
 from dataclasses import MISSING, fields
 from typing import Any
 
@@ -107,6 +108,25 @@ def spelling_changes(args: argparse.Namespace) -> dict[str, Any]:
     return changes
 
 
+def device_problem(text: str) -> str | None:
+    """Why torch cannot run on ``--device`` here (a name it does not know, CUDA it does not see), or None."""
+    if text == "cpu":  # the default: no torch import needed
+        return None
+    import torch
+
+    try:
+        device = torch.device(text)
+    except RuntimeError:
+        return f"{text!r} is not a device name (cpu, cuda, cuda:1, mps, ...)"
+    if device.type == "cuda":
+        if not torch.cuda.is_available():
+            build = "built without CUDA" if torch.version.cuda is None else f"built for CUDA {torch.version.cuda}"
+            return f"{text}: torch {torch.__version__} ({build}) sees no CUDA device"
+        if device.index is not None and device.index >= torch.cuda.device_count():
+            return f"{text}: torch sees {torch.cuda.device_count()} CUDA device(s)"
+    return None
+
+
 def add_runtime_flags(parser: argparse.ArgumentParser, *, dtypes: tuple[str, ...] = RUN_DTYPE_NAMES) -> None:
     parser.add_argument("--device", default="cpu", help="where the models run: cpu, cuda, cuda:1, ... (default cpu)")
     parser.add_argument(
@@ -129,7 +149,12 @@ def torch_dtype(name: str):
 
 
 def apply_process_settings(args: argparse.Namespace) -> None:
-    """--threads, and glibc keeping freed memory for reuse (``seq2spec.memory``): a command is one long job."""
+    """--threads, and glibc keeping freed memory for reuse (``seq2spec.memory``): a command is one long job. A
+    ``--device`` torch cannot run on here stops the command (exit status 2) before any model is loaded."""
+    problem = device_problem(getattr(args, "device", "cpu"))
+    if problem is not None:
+        print(f"seq2spec {args.command}: --device {problem}", file=sys.stderr)
+        raise SystemExit(2)
     retain_freed_memory()
     if getattr(args, "threads", None):
         import torch

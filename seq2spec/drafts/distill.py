@@ -226,7 +226,9 @@ def distill_layer_draft(
     order.shuffle(labelled)
     # at least one batch held out when asked for (and there are two), never all of them
     held = min(max(round(len(labelled) * options.held_out), 1 if options.held_out else 0), len(labelled) - 1)
-    held_out, train = labelled[:held], labelled[held:]
+    held_out, train = labelled[:held], [batch for batch in labelled[held:] if batch.tokens]
+    if not train:
+        raise ValueError("the big model wrote no tokens for the training batches: nothing to distil")
     stats.batches, stats.held_out_batches = len(labelled), held
     stats.labelled_tokens = sum(batch.tokens for batch in labelled)
     stats.agreement_before = agreement(draft, held_out)

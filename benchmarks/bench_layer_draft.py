@@ -10,8 +10,9 @@ chosen decoder layers, reading the big encoder's output, sharing embeddings and 
 (recipes/speller_data.py; the held-out share never used), labelled by the big model itself.
 
 Evaluation: the first ``--eval-lines`` sources of recipes/data/spelling_heldout.tsv (no sentence of it in training), in
-batches of 32 sorted by length, every side's tokens compared with greedy's. After an untimed pass of greedy, the sides
-run in turn for ``--repeats`` rounds; the speedup is the median over rounds of greedy's time over the side's.
+batches of ``--batch-size`` sorted by length, every side's tokens compared with greedy's. After an untimed pass of
+greedy, the sides run in turn for ``--repeats`` rounds; the speedup is the median over rounds of greedy's time over
+the side's.
 Writes ``results/<name>.{json,md,png}``.
 
     python benchmarks/bench_layer_draft.py --layers 0 --layers 0,3 --steps 600 --train-lines 3000
@@ -42,7 +43,7 @@ from seq2spec.drafts.distill import DistillOptions, distill_layer_draft, label_b
 from seq2spec.drafts.own_layers import layer_draft, own_layer_list  # noqa: E402
 
 HELD_OUT = ROOT / "recipes" / "data" / "spelling_heldout.tsv"
-BATCH = 32
+TRAINING_BATCH = 32
 MAX_NEW_TOKENS = 128
 
 
@@ -72,11 +73,10 @@ def training_lines(count: int, avoid: set[str], seed: int = 0) -> list[str]:
     return sorted((corrupt(sentence, rng) for sentence in corpus[:count]), key=len)
 
 
-def batches_of(tokenizer, lines: list[str]) -> list[dict]:
+def batches_of(tokenizer, lines: list[str], size: int) -> list[dict]:
     ordered = sorted(lines, key=len)
     return [
-        dict(tokenizer(ordered[i : i + BATCH], return_tensors="pt", padding=True))
-        for i in range(0, len(ordered), BATCH)
+        dict(tokenizer(ordered[i : i + size], return_tensors="pt", padding=True)) for i in range(0, len(ordered), size)
     ]
 
 
@@ -119,8 +119,9 @@ def make_sides(args, big, shipped, training) -> list[tuple[str, object, int, flo
 def bench(args) -> list[Row]:
     big, shipped, tokenizer = load_speller()
     sources, references = evaluation_lines(args.eval_lines)
-    evaluation = batches_of(tokenizer, sources)
-    sides = make_sides(args, big, shipped, batches_of(tokenizer, training_lines(args.train_lines, references)))
+    evaluation = batches_of(tokenizer, sources, args.batch_size)
+    training = batches_of(tokenizer, training_lines(args.train_lines, references), TRAINING_BATCH)
+    sides = make_sides(args, big, shipped, training)
     decode(big, None, evaluation[:2])  # untimed: first calls allocate
     seconds = {name: [] for name, *_ in sides}
     identical, per_forward, expected = {}, {}, None
@@ -142,7 +143,8 @@ def bench(args) -> list[Row]:
 
 def markdown(rows: list[Row], args, machine: str) -> str:
     lines = [
-        f"Shipped speller's big T5 as the user's model; {args.eval_lines} held-out lines in batches of {BATCH}; "
+        f"Shipped speller's big T5 as the user's model; {args.eval_lines} held-out lines in batches of "
+        f"{args.batch_size}; "
         f"distilled on {args.train_lines} training lines, {args.steps} steps; {machine}; the sides timed in turn, "
         f"{args.repeats} rounds: median seconds, and the median over rounds of greedy's time over the side's.",
         "",
@@ -182,6 +184,7 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=600)
     parser.add_argument("--train-lines", type=int, default=3000)
     parser.add_argument("--eval-lines", type=int, default=400)
+    parser.add_argument("--batch-size", type=int, default=32, help="held-out lines decoded together")
     parser.add_argument("--repeats", type=int, default=3, help="rounds of timing, every side once a round")
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--out", type=Path, default=Path(__file__).parent / "results")

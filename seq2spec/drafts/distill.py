@@ -80,16 +80,14 @@ class LabelledBatch:
         return int((self.targets != -100).sum())
 
 
-def _end_ids(big: PreTrainedModel) -> list[int]:
-    eos = big.generation_config.eos_token_id
+def _end_ids(eos: int | list[int] | None) -> list[int]:
     return [eos] if isinstance(eos, int) else list(eos or [])
 
 
-def _kept_targets(sequences: torch.Tensor, big: PreTrainedModel, prompt_length: int) -> torch.Tensor:
+def _kept_targets(sequences: torch.Tensor, ends: list[int], prompt_length: int) -> torch.Tensor:
     """``sequences[:, 1:]`` with every token after a row's first end token, and the forced prompt, set to -100."""
     targets = sequences[:, 1:].clone()
     ended = torch.zeros_like(targets, dtype=torch.bool)
-    ends = _end_ids(big)
     if ends:
         is_end = torch.isin(targets, torch.tensor(ends, device=targets.device))
         ended[:, 1:] = is_end.cumsum(dim=1)[:, :-1] > 0
@@ -122,6 +120,7 @@ def label_batch(
     prompt = generation_kwargs.get("decoder_input_ids")
     prompt_length = prompt.shape[1] if isinstance(prompt, torch.Tensor) else 1
     extra = {name: value for name, value in inputs.items() if name not in _ENCODER_INPUTS}
+    ends = generation_kwargs.get("eos_token_id", big.generation_config.eos_token_id)  # where generate stopped rows
     encoder_output = _encoder_output(encoded[0])
     decoder_input_ids = sequences[:, :-1]
     logits = big(encoder_outputs=encoder_output, decoder_input_ids=decoder_input_ids, **extra).logits.float()
@@ -130,7 +129,7 @@ def label_batch(
         extra=extra,
         encoder_output=encoder_output,
         decoder_input_ids=decoder_input_ids,
-        targets=_kept_targets(sequences, big, prompt_length),
+        targets=_kept_targets(sequences, _end_ids(ends), prompt_length),
         top_log_probs=top.values.log_softmax(dim=-1),
         top_ids=top.indices,
     )
